@@ -1,0 +1,77 @@
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+# Compose reads .env itself; a variable from your shell or this command line wins.
+COMPOSE ?= docker compose
+# A value from the environment, else from .env (for what make itself prints).
+env = $(or $($(1)),$(shell sed -n 's/^$(1)=//p' .env))
+TESTID ?= $(shell date +%Y%m%d-%H%M%S)
+# Test tools built from source are cached here (scripts/test-deps.sh).
+UDS_LAB_CACHE ?= $(HOME)/.cache/uds-lab
+export PATH := $(UDS_LAB_CACHE)/bin:$(PATH)
+
+##@ Lab
+
+.PHONY: up
+up: ## Start the lab (builds the app unless APP_IMAGE is set) and wait until it is healthy
+	@if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app; \
+	else docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE"; fi
+	$(COMPOSE) up -d --no-build --wait
+	@echo
+	@echo "uds-lab is up:"
+	@echo "  nginx paths  http://127.0.0.1:$(call env,NGINX_PORT)/{tcp,uds,tcp-ka,uds-ka}/ping"
+	@echo "  Grafana      http://127.0.0.1:$(call env,GRAFANA_PORT)/  (anonymous viewer; admin password in .env)"
+	@echo "  Prometheus   http://127.0.0.1:$(call env,PROMETHEUS_PORT)/"
+	@echo "Next: make load"
+
+.PHONY: load
+load: ## Drive each path in turn through nginx with k6 (RATE, DURATION, PATHS, ENDPOINT)
+	@echo "k6 run testid=$(TESTID)"
+	TESTID=$(TESTID) $(COMPOSE) --profile load run --rm k6
+
+.PHONY: down
+down: ## Stop the lab; Prometheus and Grafana data are kept
+	$(COMPOSE) --profile load down --remove-orphans
+
+.PHONY: clean
+clean: ## Stop the lab and delete its volumes (Prometheus data too) and the locally built app image
+	$(COMPOSE) --profile load down --remove-orphans --volumes
+	docker image rm -f uds-lab/app:local >/dev/null 2>&1 || true
+
+.PHONY: ps
+ps: ## Show the lab's containers and their health
+	$(COMPOSE) ps
+
+.PHONY: logs
+logs: ## Follow the lab's logs
+	$(COMPOSE) logs -f --tail=100
+
+##@ Development
+
+.PHONY: deps
+deps: ## Install the test tools that are missing (nginx, envsubst, promtool)
+	scripts/test-deps.sh
+
+.PHONY: check
+check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, dashboards
+	@test -z "$$(gofmt -l services tests)" || { gofmt -l services tests; echo "gofmt: files above need formatting"; exit 1; }
+	cd services/app && go vet ./...
+	cd tests && go vet ./...
+	cd tests && go test -count=1 ./static/...
+
+.PHONY: test
+test: check ## All tests: static checks, the app's unit tests, nginx + app integration
+	cd services/app && go test -count=1 -race ./...
+	cd tests && go test -count=1 ./integration/...
+
+.PHONY: dashboards
+dashboards: ## Regenerate grafana/dashboards/*.json from grafana/dashboards.py
+	python3 grafana/dashboards.py
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} \
+		/^[a-zA-Z_-]+:.*?##/ { printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2 } \
+		/^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs what the tests need, only where it is missing, and prints where each tool is.
+# Debian packages come from apt; Go tools are built from their module sources at the
+# versions pinned in .env and cached under $UDS_LAB_CACHE (default ~/.cache/uds-lab).
+# Usage: scripts/test-deps.sh [apt] [promtool] [compose] ...   (no argument: what `make test` needs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck disable=SC1091
+set -a; . ./.env; set +a
+CACHE=${UDS_LAB_CACHE:-$HOME/.cache/uds-lab}
+BIN=$CACHE/bin
+mkdir -p "$BIN"
+
+log() { printf '[deps %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+
+apt_install() { # apt_install CMD PACKAGE...: installs PACKAGEs unless CMD is already there
+  local cmd=$1; shift
+  command -v "$cmd" >/dev/null && return
+  command -v apt-get >/dev/null || { log "missing $cmd and no apt-get: install $* yourself"; exit 1; }
+  log "apt-get install $*"
+  if [ -z "${APT_UPDATED:-}" ]; then apt-get update -qq >&2; APT_UPDATED=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+}
+
+go_build() { # go_build NAME MODULE@VERSION PKG [LDFLAGS]: builds PKG of a module into $BIN/NAME-VERSION
+  local name=$1 modver=$2 pkg=$3 ldflags=${4:-} out
+  out=$BIN/$name-${modver##*@}
+  [ -x "$out" ] && { echo "$out"; return; }
+  log "building $name from $modver (cached at $out; first time takes minutes)"
+  local dir
+  dir=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "$modver" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
+  (cd "$dir" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg") >&2
+  mv "$out.tmp" "$out"
+  echo "$out"
+}
+
+# Prometheus's release builds stamp the version from its VERSION file; so do we,
+# so that `promtool --version` can be checked against .env.
+prometheus_ldflags() {
+  local dir
+  dir=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
+  echo "-X github.com/prometheus/common/version.Version=$(cat "$dir/VERSION") -X github.com/prometheus/common/version.Branch=release"
+}
+
+want=("$@")
+[ ${#want[@]} -gt 0 ] || want=(apt promtool)
+for w in "${want[@]}"; do
+  case $w in
+    apt)
+      apt_install nginx nginx
+      apt_install envsubst gettext-base
+      apt_install curl curl ;;
+    promtool) ln -sf "$(go_build promtool "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" ./cmd/promtool "$(prometheus_ldflags)")" "$BIN/promtool" ;;
+    compose)
+      p=$(go_build docker-compose "github.com/docker/compose/v2@$COMPOSE_VERSION" ./cmd \
+        "-X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION")
+      mkdir -p "$HOME/.docker/cli-plugins" && ln -sf "$p" "$HOME/.docker/cli-plugins/docker-compose" ;;
+    *) log "unknown dependency $w"; exit 2 ;;
+  esac
+done

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limits enforced on the configuration and on request parameters.
+const (
+	maxDownloadSize = 1 << 30  // APP_DOWNLOAD_SIZE cap: 1 GiB.
+	maxBytes        = 16 << 20 // /bytes/:n cap: 16 MiB, also the size of the shared payload buffer.
+	maxSleepMS      = 10000    // /sleep/:ms cap: 10 s.
+	maxUnixPathLen  = 107      // sun_path is 108 bytes including the trailing NUL.
+)
+
+// Config is the validated runtime configuration, read once at start.
+type Config struct {
+	TCPAddr          string
+	UnixSocket       string
+	SocketMode       os.FileMode
+	SocketGID        int // -1: leave the group the socket was created with.
+	ShutdownTimeout  time.Duration
+	DownloadFile     string
+	DownloadSize     int64
+	CPUMaxIterations int64
+}
+
+// loadConfig reads every APP_* setting through getenv (so tests need no real
+// environment), applies defaults and validates. Errors name the setting and
+// the offending value so a bad deployment fails at start, not on first use.
+func loadConfig(getenv func(string) string) (Config, error) {
+	get := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	var cfg Config
+	var err error
+
+	cfg.TCPAddr = get("APP_TCP_ADDR", ":8080")
+	if err := validateTCPAddr(cfg.TCPAddr); err != nil {
+		return cfg, fmt.Errorf("APP_TCP_ADDR=%q: %w", cfg.TCPAddr, err)
+	}
+
+	cfg.UnixSocket = get("APP_UNIX_SOCKET", "/sock/app.sock")
+	if len(cfg.UnixSocket) > maxUnixPathLen {
+		return cfg, fmt.Errorf("APP_UNIX_SOCKET=%q: path is %d bytes, the limit for a Unix socket is %d",
+			cfg.UnixSocket, len(cfg.UnixSocket), maxUnixPathLen)
+	}
+
+	modeStr := get("APP_SOCKET_MODE", "0660")
+	if cfg.SocketMode, err = parseSocketMode(modeStr); err != nil {
+		return cfg, fmt.Errorf("APP_SOCKET_MODE=%q: %w", modeStr, err)
+	}
+
+	cfg.SocketGID = -1
+	if v := getenv("APP_SOCKET_GID"); v != "" {
+		gid, err := strconv.Atoi(v)
+		if err != nil || gid < 0 {
+			return cfg, fmt.Errorf("APP_SOCKET_GID=%q: must be a numeric group id >= 0 (or empty to keep the process's group)", v)
+		}
+		cfg.SocketGID = gid
+	}
+
+	toStr := get("APP_SHUTDOWN_TIMEOUT", "10s")
+	if cfg.ShutdownTimeout, err = time.ParseDuration(toStr); err != nil {
+		return cfg, fmt.Errorf("APP_SHUTDOWN_TIMEOUT=%q: must be a Go duration such as 10s or 500ms", toStr)
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		return cfg, fmt.Errorf("APP_SHUTDOWN_TIMEOUT=%q: must be greater than 0", toStr)
+	}
+
+	cfg.DownloadFile = get("APP_DOWNLOAD_FILE", "/tmp/uds-lab-download.bin")
+
+	sizeStr := get("APP_DOWNLOAD_SIZE", "1048576")
+	if cfg.DownloadSize, err = strconv.ParseInt(sizeStr, 10, 64); err != nil || cfg.DownloadSize < 0 || cfg.DownloadSize > maxDownloadSize {
+		return cfg, fmt.Errorf("APP_DOWNLOAD_SIZE=%q: must be an integer number of bytes between 0 and %d", sizeStr, maxDownloadSize)
+	}
+
+	cpuStr := get("APP_CPU_MAX_ITERATIONS", "1000000")
+	if cfg.CPUMaxIterations, err = strconv.ParseInt(cpuStr, 10, 64); err != nil || cfg.CPUMaxIterations < 1 {
+		return cfg, fmt.Errorf("APP_CPU_MAX_ITERATIONS=%q: must be an integer greater than 0", cpuStr)
+	}
+
+	return cfg, nil
+}
+
+func validateTCPAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("must be host:port or :port (%v)", err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port %q must be a number between 0 and 65535", port)
+	}
+	return nil
+}
+
+// parseSocketMode accepts an octal permission string. The socket file's
+// permissions are the access control for the Unix listener, so modes that let
+// any local user connect (the 0777/0666 often suggested online) are refused.
+func parseSocketMode(s string) (os.FileMode, error) {
+	m, err := strconv.ParseUint(strings.TrimPrefix(s, "0o"), 8, 32)
+	if err != nil {
+		return 0, fmt.Errorf("must be an octal permission such as 0660")
+	}
+	if m > 0o777 {
+		return 0, fmt.Errorf("must not set bits beyond 0777 (setuid/setgid/sticky are meaningless on a socket)")
+	}
+	if m&0o002 != 0 {
+		return 0, fmt.Errorf("must not be writable by others (any local user could connect); use 0660 and APP_SOCKET_GID")
+	}
+	if m&0o200 == 0 {
+		// connect(2) needs write permission; without it even the app's own
+		// healthcheck (running as the owner) would be refused.
+		return 0, fmt.Errorf("must be writable by the owner (connecting needs write permission)")
+	}
+	return os.FileMode(m), nil
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"time"
+)
+
+// HTTP server timeouts. WriteTimeout must cover /sleep/10000 plus a large
+// download; IdleTimeout must exceed nginx's upstream keepalive_timeout (60s
+// by default) so the app never closes a connection nginx is about to reuse.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+)
+
+// serve runs the HTTP server on both listeners until ctx is cancelled, then
+// drains. It returns nil after a clean drain. ready is a parameter so tests
+// can observe the drain state.
+func serve(ctx context.Context, cfg Config, ready *Readiness, stdout, stderr io.Writer) error {
+	if err := writeDownloadFile(cfg.DownloadFile, cfg.DownloadSize); err != nil {
+		return err
+	}
+
+	tcpL, err := net.Listen("tcp", cfg.TCPAddr)
+	if err != nil {
+		return fmt.Errorf("APP_TCP_ADDR %s: %w", cfg.TCPAddr, err)
+	}
+	unixS, err := listenUnix(cfg.UnixSocket, cfg.SocketMode, cfg.SocketGID)
+	if err != nil {
+		_ = tcpL.Close()
+		return err
+	}
+
+	metrics := NewMetrics()
+	srv := &http.Server{
+		Handler: NewServer(Deps{
+			Metrics:          metrics,
+			Readiness:        ready,
+			DownloadFile:     cfg.DownloadFile,
+			CPUMaxIterations: cfg.CPUMaxIterations,
+			ErrorLog:         stderr,
+		}),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		// Tag the connection once; the middleware reads it per request.
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, listenerKey{}, listenerOf(c))
+		},
+		ConnState: metrics.connState,
+		ErrorLog:  log.New(stderr, "app: http: ", 0),
+	}
+
+	gid := "unchanged"
+	if cfg.SocketGID >= 0 {
+		gid = fmt.Sprint(cfg.SocketGID)
+	}
+	fmt.Fprintf(stdout, "app: listening tcp=%s unix=%s socket_mode=%04o socket_gid=%s download=%s (%d bytes)\n",
+		tcpL.Addr(), cfg.UnixSocket, cfg.SocketMode, gid, cfg.DownloadFile, cfg.DownloadSize)
+
+	errc := make(chan error, 2)
+	for _, l := range []net.Listener{
+		countingListener{Listener: tcpL, accepted: metrics.accepted[listenerTCP]},
+		countingListener{Listener: unixS, accepted: metrics.accepted[listenerUnix]},
+	} {
+		go func() { errc <- srv.Serve(l) }()
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		// A listener died on its own: stop everything rather than run half-up.
+		_ = srv.Close()
+		_ = unixS.remove()
+		return fmt.Errorf("serve: %w", err)
+	}
+
+	// Note: once Shutdown starts, net/http stops reading new requests even on
+	// open connections, so the 503 from /readyz is only visible to requests
+	// already read; the flag matters for in-process observers.
+	ready.SetDraining()
+	fmt.Fprintf(stdout, "app: shutting down, draining for up to %s\n", cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	// Shutdown closes both listeners (Go unlinks the socket file then) and
+	// waits for in-flight requests.
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+		_ = unixS.remove()
+		return fmt.Errorf("drain exceeded APP_SHUTDOWN_TIMEOUT (%s), connections force-closed: %w", cfg.ShutdownTimeout, err)
+	}
+	if err := unixS.remove(); err != nil {
+		return fmt.Errorf("APP_UNIX_SOCKET %s: removing socket: %w", cfg.UnixSocket, err)
+	}
+	for range 2 {
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
+	fmt.Fprintln(stdout, "app: shutdown complete")
+	return nil
+}

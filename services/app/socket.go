@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// unixSocket is the Unix listener plus what is needed to clean up exactly
+// the file we created.
+type unixSocket struct {
+	net.Listener
+	path string
+	info os.FileInfo // identity of the socket file we created
+}
+
+// listenUnix prepares path (refusing live sockets and non-socket files,
+// removing stale sockets), listens on it and applies mode and gid.
+func listenUnix(path string, mode os.FileMode, gid int) (*unixSocket, error) {
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("APP_UNIX_SOCKET %s: parent directory %s: %w", path, dir, err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("APP_UNIX_SOCKET %s: parent %s is not a directory", path, dir)
+	}
+
+	if err := clearStaleSocket(path); err != nil {
+		return nil, err
+	}
+
+	// The umask makes the socket start life as 0600 so there is no window in
+	// which it is more open than configured. umask is process-wide; this runs
+	// during single-threaded startup before any other file is created.
+	old := syscall.Umask(0o177)
+	l, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("APP_UNIX_SOCKET %s: listen: %w", path, err)
+	}
+	s := &unixSocket{Listener: l, path: path}
+	fail := func(err error) (*unixSocket, error) {
+		_ = l.Close() // also unlinks the file
+		return nil, err
+	}
+
+	// Explicit chmod: the umask only narrows, it cannot grant group access.
+	if err := os.Chmod(path, mode); err != nil {
+		return fail(fmt.Errorf("APP_SOCKET_MODE %04o: chmod %s: %w", mode, path, err))
+	}
+	if gid >= 0 {
+		if err := os.Lchown(path, -1, gid); err != nil {
+			return fail(fmt.Errorf("APP_SOCKET_GID %d: chown %s: %w (the process must be a member of that group)", gid, path, err))
+		}
+	}
+	if s.info, err = os.Lstat(path); err != nil {
+		return fail(fmt.Errorf("APP_UNIX_SOCKET %s: %w", path, err))
+	}
+	return s, nil
+}
+
+// clearStaleSocket removes a socket left by a crashed process, but refuses to
+// touch a socket something still answers on or a file that is not a socket.
+func clearStaleSocket(path string) error {
+	st, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("APP_UNIX_SOCKET %s: %w", path, err)
+	}
+	if st.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("APP_UNIX_SOCKET %s: exists and is not a socket (%s); refusing to remove it", path, st.Mode().Type())
+	}
+	c, err := net.DialTimeout("unix", path, 500*time.Millisecond)
+	if err == nil {
+		_ = c.Close()
+		return fmt.Errorf("APP_UNIX_SOCKET %s: another process is listening on it", path)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		// Timeouts (full backlog) or permission errors: it may be alive,
+		// so do not delete it.
+		return fmt.Errorf("APP_UNIX_SOCKET %s: existing socket could not be probed, refusing to replace it: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("APP_UNIX_SOCKET %s: removing stale socket: %w", path, err)
+	}
+	return nil
+}
+
+// remove deletes the socket file if it is still the one we created. It is
+// idempotent: UnixListener.Close usually unlinked it already, and a newer
+// instance's socket at the same path must not be deleted.
+func (s *unixSocket) remove() error {
+	st, err := os.Lstat(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if s.info != nil && !os.SameFile(st, s.info) {
+		return nil
+	}
+	if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,311 @@
+// Package integration runs the real app binary behind the project's real nginx
+// template (rendered with local ports and paths) and proves what each nginx
+// location does: which app listener it reaches and whether it reuses
+// upstream connections.
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"uds-lab/tests/internal/lab"
+)
+
+// stack is one app process and one nginx process, on local ports.
+type stack struct {
+	nginxURL  string // http://127.0.0.1:port
+	statusURL string // nginx's stub_status server
+	appTCP    string // http://127.0.0.1:port, the app's own TCP listener
+	workers   int    // nginx worker processes
+}
+
+func startStack(t *testing.T) stack {
+	t.Helper()
+	dir := lab.ShortTempDir(t)
+	nginx := lab.Tool(t, "nginx")
+
+	// Socket permissions as in compose: a folder and socket that only the app's
+	// user and nginx workers' group may use. As root, workers run as nobody and
+	// reach the socket only through the group, like uid/gid 101 in the image.
+	sockDir := filepath.Join(dir, "sock")
+	if err := os.Mkdir(sockDir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	// The temp folder itself only needs to be passable, like / in a container.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	var nginxUser, socketGID string
+	if os.Geteuid() == 0 {
+		grp, err := user.LookupGroup("nogroup")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gid, _ := strconv.Atoi(grp.Gid)
+		if err := os.Chown(sockDir, 0, gid); err != nil {
+			t.Fatal(err)
+		}
+		nginxUser = "user nobody nogroup;"
+		socketGID = grp.Gid
+	}
+	socket := filepath.Join(sockDir, "app.sock")
+
+	app := filepath.Join(dir, "app")
+	build := exec.Command("go", "build", "-o", app, ".")
+	build.Dir = lab.Path(t, "services", "app")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build app: %v\n%s", err, out)
+	}
+
+	appPort := lab.FreePort(t)
+	appEnv := append(os.Environ(),
+		fmt.Sprintf("APP_TCP_ADDR=127.0.0.1:%d", appPort),
+		"APP_UNIX_SOCKET="+socket,
+		"APP_SOCKET_GID="+socketGID,
+		"APP_DOWNLOAD_FILE="+filepath.Join(dir, "download.bin"),
+		"APP_DOWNLOAD_SIZE=65536",
+	)
+	start(t, "app", appEnv, app)
+	health := exec.Command(app, "healthcheck")
+	health.Env = appEnv
+	waitFor(t, "app healthcheck on both listeners", func() error {
+		out, err := health.CombinedOutput()
+		health = exec.Command(app, "healthcheck")
+		health.Env = appEnv
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+
+	const workers = 2
+	port, statusPort := lab.FreePort(t), lab.FreePort(t)
+	conf := lab.RenderTemplate(t, lab.Path(t, "nginx", "templates", "nginx.conf.template"), map[string]string{
+		"NGINX_WORKER_PROCESSES": strconv.Itoa(workers),
+		"NGINX_RUN_DIR":          dir,
+		"NGINX_LISTEN_PORT":      strconv.Itoa(port),
+		"NGINX_STATUS_PORT":      strconv.Itoa(statusPort),
+		"APP_TCP_UPSTREAM":       fmt.Sprintf("127.0.0.1:%d", appPort),
+		"APP_UNIX_SOCKET":        socket,
+	})
+	confPath := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(nginx, "-t", "-c", confPath, "-g", nginxUser).CombinedOutput(); err != nil {
+		t.Fatalf("nginx -t: %v\n%s", err, out)
+	}
+	start(t, "nginx", os.Environ(), nginx, "-c", confPath, "-g", "daemon off; "+nginxUser)
+	s := stack{
+		nginxURL:  fmt.Sprintf("http://127.0.0.1:%d", port),
+		statusURL: fmt.Sprintf("http://127.0.0.1:%d/stub_status", statusPort),
+		appTCP:    fmt.Sprintf("http://127.0.0.1:%d", appPort),
+		workers:   workers,
+	}
+	waitFor(t, "nginx", func() error { _, err := get(http.DefaultClient, s.nginxURL+"/healthz"); return err })
+	return s
+}
+
+// start runs a process for the length of the test and stops it with SIGTERM.
+func start(t *testing.T, name string, env []string, argv ...string) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	out, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			log, _ := os.ReadFile(out.Name())
+			t.Logf("%s output:\n%s", name, log)
+		}
+	})
+}
+
+func waitFor(t *testing.T, what string, try func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := try()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready after 20s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func get(c *http.Client, url string) ([]byte, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return body, fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	return body, nil
+}
+
+// counts is what the app reports per listener.
+type counts struct{ requests, accepted map[string]float64 }
+
+func appCounts(t *testing.T, c *http.Client, s stack) counts {
+	t.Helper()
+	mf, err := lab.Metrics(c, s.appTCP+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := counts{requests: map[string]float64{}, accepted: map[string]float64{}}
+	for _, l := range []string{"tcp", "unix"} {
+		got.requests[l], _ = lab.Value(mf, "app_http_requests_total", map[string]string{"listener": l, "route": "/ping", "code": "200"})
+		var ok bool
+		if got.accepted[l], ok = lab.Value(mf, "app_connections_accepted_total", map[string]string{"listener": l}); !ok {
+			t.Fatalf("app_connections_accepted_total{listener=%q} missing", l)
+		}
+	}
+	return got
+}
+
+func TestLocations(t *testing.T) {
+	s := startStack(t)
+	// One client connection for scraping, opened before any baseline, so the
+	// scrapes themselves add no accepted connections to the deltas.
+	scraper := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	appCounts(t, scraper, s)
+
+	const n = 60
+	cases := []struct {
+		path      string
+		listener  string // the app listener this location must reach
+		keepalive bool
+	}{
+		{"tcp", "tcp", false},
+		{"uds", "unix", false},
+		{"tcp-ka", "tcp", true},
+		{"uds-ka", "unix", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			// Warm the pool first so a keepalive path starts with its connections open.
+			if _, err := get(client, s.nginxURL+"/"+tc.path+"/ping"); err != nil {
+				t.Fatal(err)
+			}
+			before := appCounts(t, scraper, s)
+			for i := 0; i < n; i++ {
+				body, err := get(client, s.nginxURL+"/"+tc.path+"/ping")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.TrimSpace(string(body)) != `{"message":"pong"}` {
+					t.Fatalf("/%s/ping body %q", tc.path, body)
+				}
+			}
+			after := appCounts(t, scraper, s)
+
+			other := map[string]string{"tcp": "unix", "unix": "tcp"}[tc.listener]
+			if d := after.requests[tc.listener] - before.requests[tc.listener]; d != n {
+				t.Errorf("/%s/: %v /ping requests reached the %s listener, want %d", tc.path, d, tc.listener, n)
+			}
+			if d := after.requests[other] - before.requests[other]; d != 0 {
+				t.Errorf("/%s/: %v /ping requests reached the %s listener, want 0", tc.path, d, other)
+			}
+			accepted := after.accepted[tc.listener] - before.accepted[tc.listener]
+			if tc.keepalive {
+				// The warm-up opened at most one pooled connection per worker; n
+				// sequential requests must reuse them.
+				if accepted > float64(s.workers) {
+					t.Errorf("/%s/: %v new upstream connections for %d requests, want <= %d (pooled)", tc.path, accepted, n, s.workers)
+				}
+			} else if accepted != n {
+				t.Errorf("/%s/: %v new upstream connections for %d requests, want %d (one per request)", tc.path, accepted, n, n)
+			}
+			t.Logf("/%s/: %d requests -> %s listener, %v connections accepted", tc.path, n, tc.listener, accepted)
+		})
+	}
+}
+
+func TestRoutesThroughEachPath(t *testing.T) {
+	s := startStack(t)
+	for _, path := range []string{"tcp", "uds", "tcp-ka", "uds-ka"} {
+		t.Run(path, func(t *testing.T) {
+			base := s.nginxURL + "/" + path
+			body, err := get(http.DefaultClient, base+"/bytes/1000")
+			if err != nil || len(body) != 1000 {
+				t.Fatalf("/bytes/1000: %d bytes, %v", len(body), err)
+			}
+			for _, dl := range []string{"/download/file", "/download/stream"} {
+				body, err := get(http.DefaultClient, base+dl)
+				if err != nil || len(body) != 65536 {
+					t.Fatalf("%s: %d bytes, %v", dl, len(body), err)
+				}
+			}
+			if _, err := get(http.DefaultClient, base+"/sleep/5"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := get(http.DefaultClient, base+"/cpu/10"); err != nil {
+				t.Fatal(err)
+			}
+			// The app's own errors pass through nginx untouched.
+			wantJSONError(t, base+"/bytes/-1", http.StatusBadRequest)
+			wantJSONError(t, base+"/no-such-route", http.StatusNotFound)
+		})
+	}
+	wantJSONError(t, s.nginxURL+"/elsewhere", http.StatusNotFound)
+	if body, err := get(http.DefaultClient, s.statusURL); err != nil || !strings.Contains(string(body), "Active connections") {
+		t.Fatalf("stub_status: %q, %v", body, err)
+	}
+}
+
+func wantJSONError(t *testing.T, url string, status int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Error string `json:"error"`
+	}
+	if resp.StatusCode != status {
+		t.Fatalf("GET %s: %d, want %d", url, resp.StatusCode, status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Error == "" {
+		t.Fatalf("GET %s: body is not a JSON error (%v)", url, err)
+	}
+}

@@ -1,0 +1,176 @@
+// Package lab holds what the lab's tests share: where the repository is, the
+// values in .env, rendering nginx's template the way the official image does,
+// and reading the app's metrics.
+package lab
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Root is the repository's top folder.
+func Root(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+// Path joins parts onto the repository's top folder.
+func Path(t testing.TB, parts ...string) string {
+	return filepath.Join(append([]string{Root(t)}, parts...)...)
+}
+
+// Env reads .env: the lab's one source of truth for versions, ports and limits.
+func Env(t testing.TB) map[string]string {
+	t.Helper()
+	f, err := os.Open(Path(t, ".env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Fatalf(".env line %d: %q is not KEY=value", n, line)
+		}
+		env[k] = v
+	}
+	return env
+}
+
+// Tool finds a command on PATH or fails naming the script that installs it.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s not found: run scripts/test-deps.sh (make test does) or install it", name)
+	}
+	return p
+}
+
+var placeholder = regexp.MustCompile(`\$\{([A-Z0-9_]+)\}`)
+
+// RenderTemplate substitutes ${VARS} in an nginx template with envsubst, as the
+// official nginx image's entrypoint does, and fails if the template names a
+// variable that vars does not give (the entrypoint would leave it empty).
+func RenderTemplate(t testing.TB, template string, vars map[string]string) string {
+	t.Helper()
+	src, err := os.ReadFile(template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, m := range placeholder.FindAllStringSubmatch(string(src), -1) {
+		if _, ok := vars[m[1]]; !ok {
+			t.Fatalf("%s uses ${%s}, which the test does not set", template, m[1])
+		}
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			names = append(names, "${"+m[1]+"}")
+		}
+	}
+	sort.Strings(names)
+	cmd := exec.Command(Tool(t, "envsubst"), strings.Join(names, " "))
+	cmd.Stdin = strings.NewReader(string(src))
+	cmd.Env = os.Environ()
+	for k, v := range vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("envsubst %s: %v", template, err)
+	}
+	return string(out)
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ShortTempDir makes a temp folder with a path short enough for a Unix socket
+// (108 bytes at most; t.TempDir can be longer).
+func ShortTempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "udslab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// Metrics scrapes a Prometheus text endpoint into metric families.
+func Metrics(c *http.Client, url string) (map[string]*dto.MetricFamily, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(resp.Body)
+}
+
+// Value returns the value of the sample of family name whose labels include
+// all of want (counter, gauge or untyped), and whether one was found.
+func Value(families map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
+	mf, ok := families[name]
+	if !ok {
+		return 0, false
+	}
+	for _, m := range mf.GetMetric() {
+		labels := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			labels[lp.GetName()] = lp.GetValue()
+		}
+		match := true
+		for k, v := range want {
+			if labels[k] != v {
+				match = false
+				break
+			}
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Untyped != nil:
+			return m.GetUntyped().GetValue(), true
+		}
+	}
+	return 0, false
+}

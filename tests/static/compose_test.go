@@ -1,0 +1,156 @@
+// Package static checks the lab's config files with the real loaders and tools:
+// compose-go (the library inside `docker compose`), nginx -t, promtool, and the
+// Grafana provisioning and dashboard files against each other.
+package static
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"uds-lab/tests/internal/lab"
+)
+
+// loadCompose loads compose.yaml as `docker compose --profile load config`
+// would, with .env and no variables from this process's environment.
+func loadCompose(t *testing.T) *types.Project {
+	t.Helper()
+	opts, err := cli.NewProjectOptions(
+		[]string{lab.Path(t, "compose.yaml")},
+		cli.WithWorkingDirectory(lab.Root(t)),
+		cli.WithEnvFiles(lab.Path(t, ".env")),
+		cli.WithDotEnv,
+		cli.WithProfiles([]string{"load"}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := opts.LoadProject(context.Background())
+	if err != nil {
+		t.Fatalf("compose.yaml does not load: %v", err)
+	}
+	return p
+}
+
+var composeVar = regexp.MustCompile(`\$\{([A-Za-z0-9_]+)(:?[-?+][^}]*)?\}`)
+
+// Every ${VAR} in compose.yaml is set in .env or has a default in place, so a
+// fresh clone never runs with an empty value.
+func TestComposeVariablesComeFromEnv(t *testing.T) {
+	src, err := os.ReadFile(lab.Path(t, "compose.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := lab.Env(t)
+	for _, m := range composeVar.FindAllStringSubmatch(string(src), -1) {
+		if _, ok := env[m[1]]; !ok && !strings.HasPrefix(m[2], ":-") {
+			t.Errorf("compose.yaml uses ${%s} with no default and .env does not set it", m[1])
+		}
+	}
+}
+
+func TestComposeServices(t *testing.T) {
+	p := loadCompose(t)
+	want := []string{"app", "nginx", "nginx-exporter", "prometheus", "grafana", "node-exporter", "cadvisor", "k6"}
+	for _, name := range want {
+		if _, ok := p.Services[name]; !ok {
+			t.Errorf("service %q missing", name)
+		}
+	}
+	if got := p.Services["k6"].Profiles; len(got) != 1 || got[0] != "load" {
+		t.Errorf("k6 profiles = %v, want [load] so `make up` does not start a load", got)
+	}
+}
+
+// Published ports are for this machine only.
+func TestComposePortsOnLoopback(t *testing.T) {
+	for name, s := range loadCompose(t).Services {
+		for _, port := range s.Ports {
+			if port.HostIP != "127.0.0.1" {
+				t.Errorf("%s publishes %s on %q, want 127.0.0.1", name, port.Published, port.HostIP)
+			}
+		}
+	}
+}
+
+var exactTag = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+$`)
+
+// Every image users pull has an exact version; only the locally built app has
+// a local tag.
+func TestComposeImagesPinned(t *testing.T) {
+	for name, s := range loadCompose(t).Services {
+		if name == "app" {
+			if s.Build == nil {
+				t.Error("app has no build section: `make up` could not build services/app")
+			}
+			continue
+		}
+		i := strings.LastIndex(s.Image, ":")
+		if i < 0 || !exactTag.MatchString(s.Image[i+1:]) {
+			t.Errorf("%s image %q has no exact x.y.z tag", name, s.Image)
+		}
+	}
+}
+
+// Services start in order of readiness, not of creation.
+func TestComposeHealthAndOrder(t *testing.T) {
+	p := loadCompose(t)
+	// Images with a healthcheck of their own (HEALTHCHECK in the Dockerfile), and
+	// images without a shell or client to run one.
+	imageHealthcheck := map[string]bool{"app": true}
+	noHealthcheck := map[string]string{
+		"nginx-exporter": "scratch image: no shell, no wget",
+		"k6":             "runs once and exits",
+	}
+	for name, s := range p.Services {
+		if _, ok := noHealthcheck[name]; ok {
+			continue
+		}
+		if s.HealthCheck == nil && !imageHealthcheck[name] {
+			t.Errorf("%s has no healthcheck", name)
+		}
+		for dep, d := range s.DependsOn {
+			_, unhealthy := noHealthcheck[dep]
+			if !unhealthy && d.Condition != types.ServiceConditionHealthy {
+				t.Errorf("%s depends on %s with condition %q, want service_healthy", name, dep, d.Condition)
+			}
+		}
+	}
+}
+
+// The measured services have CPU and memory limits from .env.
+func TestComposeLimits(t *testing.T) {
+	p := loadCompose(t)
+	for _, name := range []string{"app", "nginx", "k6"} {
+		s := p.Services[name]
+		if s.CPUS <= 0 || s.MemLimit <= 0 {
+			t.Errorf("%s: cpus=%v mem_limit=%v, want both set", name, s.CPUS, s.MemLimit)
+		}
+	}
+}
+
+// nginx and the app agree on where the socket is, and share its volume.
+func TestComposeSocketShared(t *testing.T) {
+	p := loadCompose(t)
+	app, nginx := p.Services["app"], p.Services["nginx"]
+	sock := *app.Environment["APP_UNIX_SOCKET"]
+	if got := *nginx.Environment["APP_UNIX_SOCKET"]; got != sock {
+		t.Errorf("nginx renders the socket path %q, the app listens on %q", got, sock)
+	}
+	volumeAt := func(s types.ServiceConfig) string {
+		for _, v := range s.Volumes {
+			if v.Type == types.VolumeTypeVolume && strings.HasPrefix(sock, v.Target+"/") {
+				return v.Source
+			}
+		}
+		return ""
+	}
+	if a, n := volumeAt(app), volumeAt(nginx); a == "" || a != n {
+		t.Errorf("socket %s: app mounts volume %q, nginx %q: want the same named volume", sock, a, n)
+	}
+}

@@ -1,0 +1,219 @@
+package static
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"uds-lab/tests/internal/lab"
+)
+
+func scrapeTargets(t *testing.T) []string {
+	t.Helper()
+	var cfg struct {
+		ScrapeConfigs []struct {
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	readYAML(t, lab.Path(t, "prometheus", "prometheus.yml"), &cfg)
+	var targets []string
+	for _, sc := range cfg.ScrapeConfigs {
+		for _, st := range sc.StaticConfigs {
+			targets = append(targets, st.Targets...)
+		}
+	}
+	return targets
+}
+
+func readYAML(t *testing.T, path string, into any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, into); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// datasourceUIDs are the uids provisioned in grafana/provisioning/datasources.
+func datasourceUIDs(t *testing.T) map[string]bool {
+	t.Helper()
+	files, _ := filepath.Glob(lab.Path(t, "grafana", "provisioning", "datasources", "*.yaml"))
+	uids := map[string]bool{}
+	for _, f := range files {
+		var cfg struct {
+			Datasources []struct {
+				UID string `yaml:"uid"`
+				URL string `yaml:"url"`
+			} `yaml:"datasources"`
+		}
+		readYAML(t, f, &cfg)
+		for _, ds := range cfg.Datasources {
+			if ds.UID == "" {
+				t.Errorf("%s: a datasource without a fixed uid", f)
+			}
+			uids[ds.UID] = true
+		}
+	}
+	if len(uids) == 0 {
+		t.Fatal("no datasource provisioned")
+	}
+	return uids
+}
+
+type dashboardFile struct {
+	path string
+	json map[string]any
+}
+
+func dashboards(t *testing.T) []dashboardFile {
+	t.Helper()
+	files, _ := filepath.Glob(lab.Path(t, "grafana", "dashboards", "*.json"))
+	if len(files) == 0 {
+		t.Fatal("no dashboards in grafana/dashboards")
+	}
+	var out []dashboardFile
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d map[string]any
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatalf("%s: not JSON: %v", f, err)
+		}
+		out = append(out, dashboardFile{f, d})
+	}
+	return out
+}
+
+var readableUID = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{2,39}$`)
+
+// Classic dashboard JSON (Grafana 13 file provisioning rejects the v2 schema),
+// stable readable uids, no ids, and only datasources that are provisioned.
+func TestDashboards(t *testing.T) {
+	known := datasourceUIDs(t)
+	seen := map[string]string{}
+	for _, d := range dashboards(t) {
+		name := filepath.Base(d.path)
+		uid, _ := d.json["uid"].(string)
+		if !readableUID.MatchString(uid) {
+			t.Errorf("%s: uid %q is not a stable readable uid", name, uid)
+		}
+		if other, dup := seen[uid]; dup {
+			t.Errorf("%s and %s share uid %q", name, other, uid)
+		}
+		seen[uid] = name
+		if id, ok := d.json["id"]; !ok || id != nil {
+			t.Errorf("%s: \"id\" must be null", name)
+		}
+		for _, v2 := range []string{"apiVersion", "spec", "kind", "elements"} {
+			if _, ok := d.json[v2]; ok {
+				t.Errorf("%s: has %q: v2 schema, which file provisioning rejects", name, v2)
+			}
+		}
+		if _, ok := d.json["__inputs"]; ok {
+			t.Errorf("%s: __inputs left from a UI export", name)
+		}
+		if _, ok := d.json["panels"].([]any); !ok {
+			t.Errorf("%s: no panels list", name)
+		}
+		walk(d.json, func(key string, v any) {
+			if key != "datasource" {
+				return
+			}
+			ds, ok := v.(map[string]any)
+			if !ok {
+				t.Errorf("%s: datasource %v is not a {type, uid} reference", name, v)
+				return
+			}
+			if uid, _ := ds["uid"].(string); !known[uid] {
+				t.Errorf("%s: datasource uid %q is not provisioned", name, uid)
+			}
+		})
+	}
+}
+
+// Every panel query parses as PromQL (Prometheus's own parser, through promtool),
+// with Grafana's variables given sample values.
+func TestDashboardQueriesParse(t *testing.T) {
+	promtool := lab.Tool(t, "promtool")
+	vars := strings.NewReplacer("$__rate_interval", "1m", "$__interval", "15s", "$testid", "x", "$path", "x")
+	for _, d := range dashboards(t) {
+		walk(d.json, func(key string, v any) {
+			expr, ok := v.(string)
+			if key != "expr" || !ok {
+				return
+			}
+			out, err := exec.Command(promtool, "--experimental", "promql", "format", vars.Replace(expr)).CombinedOutput()
+			if err != nil {
+				t.Errorf("%s: %s\n  %v: %s", filepath.Base(d.path), expr, err, out)
+			}
+		})
+	}
+}
+
+// Grafana's home dashboard and the dashboards folder point at files that exist.
+func TestGrafanaWiring(t *testing.T) {
+	g := loadCompose(t).Services["grafana"]
+	mounts := map[string]string{} // container path -> repo path
+	for _, v := range g.Volumes {
+		if v.Type == "bind" {
+			mounts[v.Target] = v.Source
+		}
+	}
+	home := *g.Environment["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
+	var provider struct {
+		Providers []struct {
+			Options struct {
+				Path string `yaml:"path"`
+			} `yaml:"options"`
+		} `yaml:"providers"`
+	}
+	readYAML(t, lab.Path(t, "grafana", "provisioning", "dashboards", "uds-lab.yaml"), &provider)
+	for _, p := range append([]string{home}, provider.Providers[0].Options.Path) {
+		found := false
+		for target, source := range mounts {
+			if rel, ok := strings.CutPrefix(p, target); ok {
+				if _, err := os.Stat(source + rel); err == nil {
+					found = true
+				}
+			}
+		}
+		if !found {
+			t.Errorf("grafana: %s is not a mounted file or folder of the repository", p)
+		}
+	}
+}
+
+// The dashboard JSON is what grafana/dashboards.py writes.
+func TestDashboardsGenerated(t *testing.T) {
+	out, err := exec.Command("python3", lab.Path(t, "grafana", "dashboards.py"), "--check").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+}
+
+// walk calls fn for every key/value pair in a decoded JSON tree.
+func walk(v any, fn func(key string, v any)) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, child := range x {
+			fn(k, child)
+			walk(child, fn)
+		}
+	case []any:
+		for _, child := range x {
+			walk(child, fn)
+		}
+	}
+}
