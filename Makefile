@@ -8,6 +8,8 @@ COMPOSE ?= docker compose
 # A value from the environment, else from .env (for what make itself prints).
 env = $(or $($(1)),$(shell sed -n 's/^$(1)=//p' .env))
 TESTID ?= $(shell date +%Y%m%d-%H%M%S)
+# Services `make up` starts; empty means all of them.
+SERVICES ?=
 # Test tools built from source are cached here (scripts/test-deps.sh).
 UDS_LAB_CACHE ?= $(HOME)/.cache/uds-lab
 export PATH := $(UDS_LAB_CACHE)/bin:$(PATH)
@@ -15,10 +17,10 @@ export PATH := $(UDS_LAB_CACHE)/bin:$(PATH)
 ##@ Lab
 
 .PHONY: up
-up: ## Start the lab (builds the app unless APP_IMAGE is set) and wait until it is healthy
+up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset) and wait until healthy
 	@if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app; \
 	else docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE"; fi
-	$(COMPOSE) up -d --no-build --wait
+	$(COMPOSE) up -d --no-build --wait $(SERVICES)
 	@echo
 	@echo "uds-lab is up:"
 	@echo "  nginx paths  http://127.0.0.1:$(call env,NGINX_PORT)/{tcp,uds,tcp-ka,uds-ka}/ping"
@@ -65,6 +67,10 @@ check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, d
 test: check ## All tests: static checks, the app's unit tests, nginx + app integration
 	cd services/app && go test -count=1 -race ./...
 	cd tests && go test -count=1 ./integration/...
+
+.PHONY: e2e
+e2e: ## The real stack under a Docker engine with locally built stand-in images (see tests/e2e)
+	tests/e2e/run.sh
 
 .PHONY: dashboards
 dashboards: ## Regenerate grafana/dashboards/*.json from grafana/dashboards.py

@@ -2,7 +2,10 @@
 # Installs what the tests need, only where it is missing, and prints where each tool is.
 # Debian packages come from apt; Go tools are built from their module sources at the
 # versions pinned in .env and cached under $UDS_LAB_CACHE (default ~/.cache/uds-lab).
-# Usage: scripts/test-deps.sh [apt] [promtool] [compose] ...   (no argument: what `make test` needs)
+# Usage: scripts/test-deps.sh [NAME...]   (no argument: what `make test` needs)
+#   apt promtool                       the static and integration tests
+#   docker debootstrap compose         the Docker test bed (make e2e)
+#   prometheus node-exporter k6        binaries for its stand-in images (printed paths)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck disable=SC1091
@@ -55,6 +58,13 @@ for w in "${want[@]}"; do
       p=$(go_build docker-compose "github.com/docker/compose/v2@$COMPOSE_VERSION" ./cmd \
         "-X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION")
       mkdir -p "$HOME/.docker/cli-plugins" && ln -sf "$p" "$HOME/.docker/cli-plugins/docker-compose" ;;
+    prometheus) go_build prometheus "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" ./cmd/prometheus "$(prometheus_ldflags)" ;;
+    node-exporter) go_build node_exporter "github.com/prometheus/node_exporter@v${NODE_EXPORTER_IMAGE##*:v}" . \
+        "-X github.com/prometheus/common/version.Version=${NODE_EXPORTER_IMAGE##*:v}" ;;
+    k6) go_build k6 "go.k6.io/k6@v${K6_IMAGE##*:}" . ;;
+    docker) # Debian's engine; the newer CLI already on a machine talks to it too.
+      apt_install dockerd docker.io ;;
+    debootstrap) apt_install debootstrap debootstrap ;;
     *) log "unknown dependency $w"; exit 2 ;;
   esac
 done

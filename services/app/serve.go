@@ -60,6 +60,9 @@ func serve(ctx context.Context, cfg Config, ready *Readiness, stdout, stderr io.
 		ErrorLog:  log.New(stderr, "app: http: ", 0),
 	}
 
+	if unixS.removedStale {
+		fmt.Fprintf(stdout, "app: removed stale socket %s (nothing was listening on it)\n", cfg.UnixSocket)
+	}
 	gid := "unchanged"
 	if cfg.SocketGID >= 0 {
 		gid = fmt.Sprint(cfg.SocketGID)

@@ -16,6 +16,8 @@ type unixSocket struct {
 	net.Listener
 	path string
 	info os.FileInfo // identity of the socket file we created
+	// removedStale: a socket left by a process that is gone was removed first.
+	removedStale bool
 }
 
 // listenUnix prepares path (refusing live sockets and non-socket files,
@@ -28,7 +30,8 @@ func listenUnix(path string, mode os.FileMode, gid int) (*unixSocket, error) {
 		return nil, fmt.Errorf("APP_UNIX_SOCKET %s: parent %s is not a directory", path, dir)
 	}
 
-	if err := clearStaleSocket(path); err != nil {
+	removedStale, err := clearStaleSocket(path)
+	if err != nil {
 		return nil, err
 	}
 
@@ -41,7 +44,7 @@ func listenUnix(path string, mode os.FileMode, gid int) (*unixSocket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("APP_UNIX_SOCKET %s: listen: %w", path, err)
 	}
-	s := &unixSocket{Listener: l, path: path}
+	s := &unixSocket{Listener: l, path: path, removedStale: removedStale}
 	fail := func(err error) (*unixSocket, error) {
 		_ = l.Close() // also unlinks the file
 		return nil, err
@@ -64,31 +67,32 @@ func listenUnix(path string, mode os.FileMode, gid int) (*unixSocket, error) {
 
 // clearStaleSocket removes a socket left by a crashed process, but refuses to
 // touch a socket something still answers on or a file that is not a socket.
-func clearStaleSocket(path string) error {
+// It reports whether it removed one.
+func clearStaleSocket(path string) (bool, error) {
 	st, err := os.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("APP_UNIX_SOCKET %s: %w", path, err)
+		return false, fmt.Errorf("APP_UNIX_SOCKET %s: %w", path, err)
 	}
 	if st.Mode()&os.ModeSocket == 0 {
-		return fmt.Errorf("APP_UNIX_SOCKET %s: exists and is not a socket (%s); refusing to remove it", path, st.Mode().Type())
+		return false, fmt.Errorf("APP_UNIX_SOCKET %s: exists and is not a socket (%s); refusing to remove it", path, st.Mode().Type())
 	}
 	c, err := net.DialTimeout("unix", path, 500*time.Millisecond)
 	if err == nil {
 		_ = c.Close()
-		return fmt.Errorf("APP_UNIX_SOCKET %s: another process is listening on it", path)
+		return false, fmt.Errorf("APP_UNIX_SOCKET %s: another process is listening on it", path)
 	}
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		// Timeouts (full backlog) or permission errors: it may be alive,
 		// so do not delete it.
-		return fmt.Errorf("APP_UNIX_SOCKET %s: existing socket could not be probed, refusing to replace it: %w", path, err)
+		return false, fmt.Errorf("APP_UNIX_SOCKET %s: existing socket could not be probed, refusing to replace it: %w", path, err)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("APP_UNIX_SOCKET %s: removing stale socket: %w", path, err)
+		return false, fmt.Errorf("APP_UNIX_SOCKET %s: removing stale socket: %w", path, err)
 	}
-	return nil
+	return true, nil
 }
 
 // remove deletes the socket file if it is still the one we created. It is

@@ -1,0 +1,260 @@
+// Package e2e runs the lab as users do (make up, make load, make down) under a
+// real Docker engine and checks it through Prometheus's HTTP API. It runs from
+// tests/e2e/run.sh (make e2e), which builds the stand-in images and sets the
+// environment; on its own it skips, saying so.
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"uds-lab/tests/internal/lab"
+)
+
+var paths = []struct{ path, listener string }{
+	{"tcp", "tcp"}, {"uds", "unix"}, {"tcp-ka", "tcp"}, {"uds-ka", "unix"},
+}
+
+func TestLab(t *testing.T) {
+	if os.Getenv("UDS_LAB_E2E") == "" {
+		t.Skip("needs the stand-in images and environment from tests/e2e/run.sh: run `make e2e`")
+	}
+	project := os.Getenv("COMPOSE_PROJECT_NAME")
+	prom := "http://127.0.0.1:" + os.Getenv("PROMETHEUS_PORT")
+	nginx := "http://127.0.0.1:" + os.Getenv("NGINX_PORT")
+
+	mk(t, "clean") // leftovers of an interrupted run
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := exec.Command("docker", "compose", "logs", "--no-color", "--tail=40").CombinedOutput()
+			t.Logf("compose logs:\n%s", out)
+		}
+		mk(t, "clean")
+		assertNothingLeft(t, project)
+	})
+
+	step(t, "make up", func() { mk(t, "up") })
+	waitFor(t, "Prometheus scraping the app, nginx exporter and node-exporter", 60*time.Second, func() error {
+		for _, job := range []string{"app", "nginx", "node", "prometheus"} {
+			if v, ok := scalar(t, prom, fmt.Sprintf(`up{job=%q}`, job)); !ok || v != 1 {
+				return fmt.Errorf("up{job=%q} = %v (present %v)", job, v, ok)
+			}
+		}
+		return nil
+	})
+	if v, ok := scalar(t, prom, `nginx_up`); !ok || v != 1 {
+		t.Errorf("nginx_up = %v, want 1: the exporter cannot read nginx's stub_status", v)
+	}
+
+	before := appCounters(t, prom)
+	testid := "e2e-" + time.Now().UTC().Format("20060102-150405")
+	step(t, "make load", func() {
+		mk(t, "load", "TESTID="+testid, "RATE=50", "DURATION=5", "PATHS=tcp,uds,tcp-ka,uds-ka", "ENDPOINT=/ping")
+	})
+
+	// k6 pushes its totals at the end; the app's counters arrive with the next scrape.
+	k6 := map[string]float64{}
+	var after counters
+	waitFor(t, "k6's results and the app's counters in Prometheus", 60*time.Second, func() error {
+		k6 = vector(t, prom, fmt.Sprintf(`sum by (path) (k6_http_reqs_total{testid=%q})`, testid), "path")
+		after = appCounters(t, prom)
+		for _, l := range []string{"tcp", "unix"} {
+			var sent float64
+			for _, p := range paths {
+				if p.listener == l {
+					sent += k6[p.path]
+				}
+			}
+			if got := after.requests[l] - before.requests[l]; sent == 0 || got != sent {
+				return fmt.Errorf("listener %s: app counted %v /ping requests, k6 sent %v", l, got, sent)
+			}
+		}
+		return nil
+	})
+
+	t.Run("every path got k6 requests, none failed", func(t *testing.T) {
+		failed := vector(t, prom, fmt.Sprintf(`sum by (path) (k6_http_reqs_total{testid=%q, expected_response="false"})`, testid), "path")
+		for _, p := range paths {
+			if k6[p.path] < 100 {
+				t.Errorf("/%s/: %v requests from k6, want >= 100", p.path, k6[p.path])
+			}
+			if failed[p.path] != 0 {
+				t.Errorf("/%s/: %v failed requests", p.path, failed[p.path])
+			}
+		}
+		t.Logf("k6 requests per path: %v", k6)
+	})
+
+	// /tcp/ and /tcp-ka/ share the tcp listener; the accepted connections tell
+	// them apart: one per /tcp/ request, a handful for all of /tcp-ka/ (plus
+	// the healthcheck's own connections).
+	t.Run("keepalive paths reuse upstream connections, the others do not", func(t *testing.T) {
+		for _, pair := range [][2]string{{"tcp", "tcp-ka"}, {"uds", "uds-ka"}} {
+			listener := map[string]string{"tcp": "tcp", "uds": "unix"}[pair[0]]
+			accepted := after.accepted[listener] - before.accepted[listener]
+			perRequest, pooled := k6[pair[0]], k6[pair[1]]
+			slack := 20.0
+			if accepted < perRequest || accepted > perRequest+slack {
+				t.Errorf("listener %s accepted %v connections for %v /%s/ and %v /%s/ requests: want %v..%v",
+					listener, accepted, perRequest, pair[0], pooled, pair[1], perRequest, perRequest+slack)
+			}
+			t.Logf("listener %s: %v connections accepted for %v /%s/ + %v /%s/ requests", listener, accepted, perRequest, pair[0], pooled, pair[1])
+		}
+	})
+
+	t.Run("k6 native histograms give windowed quantiles", func(t *testing.T) {
+		q := fmt.Sprintf(`histogram_quantile(0.99, sum by (path) (rate(k6_http_req_duration_seconds{testid=%q}[2m])))`, testid)
+		p99 := vector(t, prom, q, "path")
+		for _, p := range paths {
+			if p99[p.path] <= 0 {
+				t.Errorf("p99 for /%s/ = %v: no native histogram data", p.path, p99[p.path])
+			}
+		}
+		t.Logf("k6 p99 per path (s): %v", p99)
+	})
+
+	step(t, "docker kill app, leaving its socket behind", func() {
+		id := strings.TrimSpace(run(t, "docker", "compose", "ps", "-q", "app"))
+		run(t, "docker", "kill", id)
+		// The socket file is still in the volume: what a crash leaves.
+		run(t, "docker", "compose", "exec", "-T", "nginx", "test", "-S", "/sock/app.sock")
+	})
+	step(t, "make down; make up with the stale socket", func() {
+		mk(t, "down")
+		mk(t, "up")
+	})
+	for _, p := range paths {
+		body := get(t, nginx+"/"+p.path+"/ping")
+		if strings.TrimSpace(body) != `{"message":"pong"}` {
+			t.Errorf("after restart /%s/ping = %q", p.path, body)
+		}
+	}
+	if logs := run(t, "docker", "compose", "logs", "--no-color", "app"); !strings.Contains(logs, "stale") {
+		t.Errorf("the app's log does not mention removing the stale socket:\n%s", logs)
+	}
+}
+
+type counters struct{ requests, accepted map[string]float64 }
+
+func appCounters(t *testing.T, prom string) counters {
+	t.Helper()
+	return counters{
+		requests: vector(t, prom, `sum by (listener) (app_http_requests_total{route="/ping", code="200"})`, "listener"),
+		accepted: vector(t, prom, `sum by (listener) (app_connections_accepted_total)`, "listener"),
+	}
+}
+
+// vector runs an instant query and maps one label's value to the sample value.
+func vector(t *testing.T, prom, query, label string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(prom + "/api/v1/query?query=" + url.QueryEscape(query))
+	if err != nil {
+		t.Fatalf("query %s: %v", query, err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Status != "success" {
+		t.Fatalf("query %s: %v %s", query, err, r.Error)
+	}
+	out := map[string]float64{}
+	for _, s := range r.Data.Result {
+		var v float64
+		fmt.Sscan(s.Value[1].(string), &v)
+		out[s.Metric[label]] = v
+	}
+	return out
+}
+
+func scalar(t *testing.T, prom, query string) (float64, bool) {
+	t.Helper()
+	v, ok := vector(t, prom, query, "")[""]
+	return v, ok
+}
+
+func step(t *testing.T, name string, fn func()) {
+	t.Helper()
+	start := time.Now()
+	t.Logf("== %s", name)
+	fn()
+	t.Logf("== %s: %.1fs", name, time.Since(start).Seconds())
+}
+
+// mk runs a Makefile target from the repository's top, as a user would.
+func mk(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command("make", args...)
+	cmd.Dir = lab.Root(t)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("make %s: %v", strings.Join(args, " "), err)
+	}
+}
+
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = lab.Root(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func get(t *testing.T, u string) string {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func waitFor(t *testing.T, what string, limit time.Duration, try func() error) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		err := try()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %s: %v", what, limit, err)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// assertNothingLeft checks that the project left no containers, networks or volumes.
+func assertNothingLeft(t *testing.T, project string) {
+	t.Helper()
+	filter := "label=com.docker.compose.project=" + project
+	for _, kind := range []string{"container", "network", "volume"} {
+		args := []string{kind, "ls", "-q", "--filter", filter}
+		if kind == "container" {
+			args = []string{"ps", "-aq", "--filter", filter}
+		}
+		if out := strings.TrimSpace(run(t, "docker", args...)); out != "" {
+			t.Errorf("%ss of %s left behind: %s", kind, project, out)
+		}
+	}
+}

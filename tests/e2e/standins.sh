@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Builds the test bed's stand-in images, where missing, and prints the env
+# lines that point compose at them (IMAGE=name:tag). Nothing here changes what
+# users run: compose.yaml, the configs and the Makefile are used as they are.
+#   debian base  debootstrap bookworm, `docker import`     (cached tarball)
+#   nginx        Debian's nginx 1.22 + the official entrypoint's template step
+#   exporter     Debian's prometheus-nginx-exporter 0.11
+#   prometheus, node-exporter, k6   built from module sources at .env's versions
+#   golang       this machine's Go + the app's modules (GO_IMAGE build arg)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+set -a; . ./.env; set +a
+CACHE=${UDS_LAB_CACHE:-$HOME/.cache/uds-lab}
+HERE=tests/e2e/standins
+export DOCKER_BUILDKIT=0
+log() { printf '[standins %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+
+have() { docker image inspect "$1" >/dev/null 2>&1; }
+
+# build IMAGE DOCKERFILE CONTEXT [BUILD-ARG...]
+build() {
+  local image=$1 file=$2 ctx=$3; shift 3
+  have "$image" && return
+  log "building $image"
+  local args=()
+  for a in "$@"; do args+=(--build-arg "$a"); done
+  docker build -q -t "$image" -f "$file" "${args[@]}" "$ctx" >/dev/null
+}
+
+BASE=uds-lab-standin/debian:bookworm
+if ! have "$BASE"; then
+  tarball=$CACHE/debian-bookworm-minbase.tar
+  if [ ! -s "$tarball" ]; then
+    mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+    log "debootstrap bookworm from ${mirror:=http://deb.debian.org/debian} (about a minute)"
+    root=$(mktemp -d)
+    debootstrap --variant=minbase bookworm "$root" "$mirror" >"$CACHE/debootstrap.log" 2>&1 \
+      || { tail -20 "$CACHE/debootstrap.log" >&2; exit 1; }
+    tar -C "$root" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+    rm -rf "$root"
+  fi
+  log "importing $BASE"
+  docker import "$tarball" "$BASE" >/dev/null
+fi
+
+TOOLS=uds-lab-standin/tools:bookworm
+build "$TOOLS" $HERE/tools.Dockerfile $HERE "BASE=$BASE"
+
+NGINX=uds-lab-standin/nginx:1.22-debian
+build "$NGINX" $HERE/nginx/Dockerfile $HERE/nginx "TOOLS=$TOOLS"
+EXPORTER=uds-lab-standin/nginx-exporter:0.11-debian
+build "$EXPORTER" $HERE/nginx-exporter.Dockerfile $HERE "TOOLS=$TOOLS"
+
+# binary NAME IMAGE-TAG DEPS-NAME [WORKDIR]: a Go tool built by scripts/test-deps.sh
+binary() {
+  local name=$1 image=$2 dep=$3 workdir=${4:-/data}
+  have "$image" && { echo "$image"; return; }
+  local bin ctx
+  bin=$(scripts/test-deps.sh "$dep")
+  ctx=$(mktemp -d)
+  cp "$bin" "$ctx/$name"
+  build "$image" $HERE/binary.Dockerfile "$ctx" "TOOLS=$TOOLS" "NAME=$name" "WORKDIR=$workdir"
+  rm -rf "$ctx"
+  echo "$image"
+}
+PROMETHEUS=$(binary prometheus "uds-lab-standin/prometheus:${PROMETHEUS_IMAGE##*:}" prometheus /prometheus)
+NODE_EXPORTER=$(binary node_exporter "uds-lab-standin/node-exporter:${NODE_EXPORTER_IMAGE##*:}" node-exporter)
+K6=$(binary k6 "uds-lab-standin/k6:${K6_IMAGE##*:}" k6 /home/k6)
+
+# The Go image is keyed by the app's go.sum: its modules are baked in.
+GO_VERSION=$(go env GOVERSION)
+GOLANG=uds-lab-standin/golang:${GO_VERSION#go}-$(sha256sum services/app/go.sum | cut -c1-12)
+if ! have "$GOLANG"; then
+  ctx=$(mktemp -d)
+  log "collecting the app's modules for $GOLANG"
+  (cd services/app && GOMODCACHE=$ctx/mod GOFLAGS=-mod=mod go mod download)
+  mv "$ctx/mod/cache/download" "$ctx/goproxy"
+  chmod -R u+w "$ctx/mod" && rm -rf "$ctx/mod"
+  cp -al "$(go env GOROOT)" "$ctx/go" 2>/dev/null || cp -a "$(go env GOROOT)" "$ctx/go"
+  build "$GOLANG" $HERE/golang.Dockerfile "$ctx" "TOOLS=$TOOLS"
+  rm -rf "$ctx"
+fi
+
+cat <<ENV
+NGINX_IMAGE=$NGINX
+NGINX_EXPORTER_IMAGE=$EXPORTER
+PROMETHEUS_IMAGE=$PROMETHEUS
+NODE_EXPORTER_IMAGE=$NODE_EXPORTER
+K6_IMAGE=$K6
+GO_IMAGE=$GOLANG
+APP_RUNTIME_IMAGE=scratch
+ENV

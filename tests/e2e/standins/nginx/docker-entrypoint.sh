@@ -1,0 +1,28 @@
+#!/bin/bash
+# What the official image's entrypoint does that the lab relies on:
+# 20-envsubst-on-templates.sh renders $NGINX_ENVSUBST_TEMPLATE_DIR/*.template into
+# $NGINX_ENVSUBST_OUTPUT_DIR with every defined environment variable.
+# Plus the one difference of Debian's build: the official nginx is compiled with
+# --user=nginx, Debian's runs workers as nobody, so "user nginx;" is added to -g.
+set -euo pipefail
+if [ "${1:-}" = nginx ]; then
+  tdir=${NGINX_ENVSUBST_TEMPLATE_DIR:-/etc/nginx/templates}
+  odir=${NGINX_ENVSUBST_OUTPUT_DIR:-/etc/nginx/conf.d}
+  suffix=${NGINX_ENVSUBST_TEMPLATE_SUFFIX:-.template}
+  vars=$(printf '${%s} ' $(env | cut -d= -f1))
+  for t in "$tdir"/*"$suffix"; do
+    [ -f "$t" ] || continue
+    out="$odir/$(basename "$t" "$suffix")"
+    echo "$0: rendering $t to $out"
+    envsubst "$vars" <"$t" >"$out"
+  done
+  args=("$@") found=0
+  for i in "${!args[@]}"; do
+    if [ "${args[$i]}" = -g ] && [ $((i + 1)) -lt ${#args[@]} ]; then
+      args[i + 1]="${args[i + 1]} user nginx;" found=1
+    fi
+  done
+  [ $found = 1 ] || args+=(-g "user nginx;")
+  set -- "${args[@]}"
+fi
+exec "$@"
