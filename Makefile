@@ -18,8 +18,9 @@ export PATH := $(UDS_LAB_CACHE)/bin:$(PATH)
 
 .PHONY: up
 up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset) and wait until healthy
-	@if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app; \
-	else docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE"; fi
+	@if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app nginx-log-exporter; \
+	else $(COMPOSE) build nginx-log-exporter; \
+	docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE"; fi
 	$(COMPOSE) up -d --no-build --wait $(SERVICES)
 	@echo
 	@echo "uds-lab is up:"
@@ -38,9 +39,9 @@ down: ## Stop the lab; Prometheus and Grafana data are kept
 	$(COMPOSE) --profile load down --remove-orphans
 
 .PHONY: clean
-clean: ## Stop the lab and delete its volumes (Prometheus data too) and the locally built app image
+clean: ## Stop the lab and delete its volumes (Prometheus data too) and the locally built images
 	$(COMPOSE) --profile load down --remove-orphans --volumes
-	docker image rm -f uds-lab/app:local >/dev/null 2>&1 || true
+	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local >/dev/null 2>&1 || true
 
 .PHONY: ps
 ps: ## Show the lab's containers and their health

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes grafana/dashboards/*.json: classic Grafana dashboard JSON, one panel
-helper instead of hand-copied panel blocks.
+"""Writes grafana/dashboards/*.json: classic Grafana dashboard JSON (Grafana 13
+file provisioning rejects the v2 schema), built from a few panel helpers
+instead of hand-copied panel blocks.
 
     python3 grafana/dashboards.py          # write the files
     python3 grafana/dashboards.py --check  # fail if the files are not up to date
@@ -12,58 +13,104 @@ from pathlib import Path
 OUT = Path(__file__).resolve().parent / "dashboards"
 # The uid provisioned in grafana/provisioning/datasources/prometheus.yaml.
 DS = {"type": "prometheus", "uid": "uds-lab-prometheus"}
-# Requests the lab itself makes (scrapes, healthchecks) are not load.
-NOT_LOAD = 'route!~"/metrics|/healthz|/readyz"'
+
+# Label selectors used across panels.
+LOAD = 'route!~"/metrics|/healthz|/readyz"'  # the app's requests that are load, not the lab's own
 K6 = 'testid=~"$testid", path=~"$path"'
-# One colour per path, the same on every panel.
-PATH_COLOURS = {"tcp": "orange", "uds": "green", "tcp-ka": "red", "uds-ka": "blue"}
-LISTENER_COLOURS = {"tcp": "orange", "unix": "green"}
+NGX = 'path=~"$path"'
+APP = 'job="app"'
 
 
-def overrides(colours):
-    """Fixes each series' colour by its legend name."""
+def svc(name):
+    """cAdvisor series of one compose service (label kept by --whitelisted_container_labels)."""
+    return f'container_label_com_docker_compose_service="{name}"'
+
+
+# One colour per path and per listener, the same on every panel.
+COLOURS = {
+    "tcp": "orange", "uds": "green", "tcp-ka": "red", "uds-ka": "blue",
+    "unix": "green", "app": "purple", "nginx": "yellow", "k6": "light-blue",
+}
+
+
+def target(expr, legend, instant=False):
+    return {"expr": expr, "legendFormat": legend, "instant": instant, "range": not instant}
+
+
+def _targets(targets):
+    return [{"refId": chr(ord("A") + i), "datasource": DS, **t} for i, t in enumerate(targets)]
+
+
+def _colour_overrides():
     return [
         {
             "matcher": {"id": "byName", "options": name},
             "properties": [{"id": "color", "value": {"mode": "fixed", "fixedColor": colour}}],
         }
-        for name, colour in colours.items()
+        for name, colour in COLOURS.items()
     ]
 
 
-def timeseries(title, description, exprs, unit, legend, colours=None, grid=(12, 8)):
-    """A time series panel; exprs is a list of PromQL strings, legend the legend format."""
+def timeseries(title, description, targets, unit, w=12, h=8, stack=False):
     return {
         "type": "timeseries",
         "title": title,
         "description": description,
         "datasource": DS,
-        "gridPos": {"w": grid[0], "h": grid[1]},
+        "gridPos": {"w": w, "h": h},
         "fieldConfig": {
-            "defaults": {"unit": unit, "custom": {"lineWidth": 2, "fillOpacity": 5}},
-            "overrides": overrides(colours or {}),
+            "defaults": {
+                "unit": unit,
+                "min": 0,
+                "custom": {
+                    "lineWidth": 2,
+                    "fillOpacity": 20 if stack else 5,
+                    "stacking": {"mode": "normal" if stack else "none"},
+                    "spanNulls": False,
+                },
+            },
+            "overrides": _colour_overrides(),
         },
         "options": {
             "legend": {"displayMode": "table", "placement": "bottom", "calcs": ["mean", "max", "lastNotNull"]},
             "tooltip": {"mode": "multi", "sort": "desc"},
         },
-        "targets": [
-            {"refId": chr(ord("A") + i), "datasource": DS, "expr": e, "legendFormat": legend}
-            for i, e in enumerate(exprs)
-        ],
+        "targets": _targets(targets),
     }
 
 
-def text(title, content, grid=(24, 4)):
+def stat(title, description, targets, unit, w=12, h=5, decimals=2):
+    """Instant values over the dashboard's whole time range ($__range); last-not-null, never mean."""
     return {
-        "type": "text",
+        "type": "stat",
         "title": title,
-        "gridPos": {"w": grid[0], "h": grid[1]},
-        "options": {"mode": "markdown", "content": content},
+        "description": description,
+        "datasource": DS,
+        "gridPos": {"w": w, "h": h},
+        "fieldConfig": {
+            "defaults": {"unit": unit, "decimals": decimals, "color": {"mode": "fixed", "fixedColor": "text"}},
+            "overrides": _colour_overrides(),
+        },
+        "options": {
+            "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+            "colorMode": "value",
+            "graphMode": "none",
+            "textMode": "value_and_name",
+            "orientation": "vertical",
+        },
+        "targets": _targets([{**t, "instant": True, "range": False} for t in targets]),
     }
 
 
-def query_var(name, label, query, multi=True):
+def text(title, content, w=24, h=4):
+    return {"type": "text", "title": title, "gridPos": {"w": w, "h": h}, "options": {"mode": "markdown", "content": content}}
+
+
+def row(title):
+    return {"type": "row", "title": title, "collapsed": False, "gridPos": {"w": 24, "h": 1}, "panels": []}
+
+
+def query_var(name, label, query):
     return {
         "type": "query",
         "name": name,
@@ -72,7 +119,7 @@ def query_var(name, label, query, multi=True):
         "query": {"query": query, "refId": name},
         "definition": query,
         "refresh": 2,
-        "multi": multi,
+        "multi": True,
         "includeAll": True,
         "allValue": ".*",
         "current": {"text": "All", "value": "$__all"},
@@ -80,12 +127,16 @@ def query_var(name, label, query, multi=True):
     }
 
 
+TESTID = query_var("testid", "Test run", "label_values(k6_http_reqs_total, testid)")
+PATH = query_var("path", "Path", "label_values(k6_http_reqs_total, path)")
+
+
 def layout(panels):
     """Places panels left to right, wrapping at 24 columns, and numbers them."""
     x = y = row_h = 0
     for i, p in enumerate(panels, start=1):
         w, h = p["gridPos"]["w"], p["gridPos"]["h"]
-        if x + w > 24:
+        if x + w > 24 or p["type"] == "row":
             x, y, row_h = 0, y + row_h, 0
         p["gridPos"].update({"x": x, "y": y})
         p["id"] = i
@@ -93,7 +144,7 @@ def layout(panels):
     return panels
 
 
-def dashboard(uid, title, description, panels, variables):
+def dashboard(uid, title, description, panels, variables, links=True):
     return {
         "id": None,
         "uid": uid,
@@ -106,111 +157,351 @@ def dashboard(uid, title, description, panels, variables):
         "time": {"from": "now-15m", "to": "now"},
         "refresh": "10s",
         "timezone": "browser",
+        "links": [{"type": "dashboards", "tags": ["uds-lab"], "asDropdown": False, "title": "uds-lab", "includeVars": True, "keepTime": True}]
+        if links
+        else [],
         "templating": {"list": variables},
         "annotations": {"list": []},
         "panels": layout(panels),
     }
 
 
+def or_zero(expr, like):
+    """expr, or 0 for every series of `like`: a counter of failures has no series
+    until the first failure, and an empty panel reads as "no data", not "none"."""
+    return f"({expr}) or ({like} * 0)"
+
+
+def quantiles(metric, sel, by, qs=(0.5, 0.95, 0.99)):
+    """histogram_quantile targets over a native histogram, one per quantile."""
+    return [
+        target(f"histogram_quantile({q}, sum by ({by}) (rate({metric}{{{sel}}}[$__rate_interval])))", f"{{{{{by}}}}} p{round(q * 100)}")
+        for q in qs
+    ]
+
+
+def ratio_to_tcp(q):
+    """Each path's client latency quantile over the whole range, divided by tcp's."""
+    h = "k6_http_req_duration_seconds"
+    return target(
+        f'histogram_quantile({q}, sum by (path) (rate({h}{{testid=~"$testid"}}[$__range])))'
+        f' / on() group_left() histogram_quantile({q}, sum(rate({h}{{testid=~"$testid", path="tcp"}}[$__range])))',
+        "{{path}}",
+    )
+
+
 def paths_dashboard():
+    per_req = f"sum(rate(app_http_requests_total{{{LOAD}}}[$__rate_interval]))"
+    nginx_req = "sum(rate(nginx_http_requests_total[$__rate_interval]))"
     panels = [
         text(
             "How to read this dashboard",
             "nginx reaches the **same app** four ways: `tcp` and `uds` open a **new upstream connection per "
-            "request** (TCP across the Docker bridge vs a Unix socket in a shared volume); `tcp-ka` and "
-            "`uds-ka` **reuse pooled keepalive connections**. `make load` drives each path in turn at a fixed "
-            "rate, so compare latency and connection churn at equal load. The socket saves TCP connection setup "
-            "and the bridge's network stack: its gain is largest on the new-connection paths and shrinks once "
-            "keepalive removes connection setup.",
+            "request** (TCP across the Docker bridge vs a Unix socket in a shared volume); `tcp-ka` and `uds-ka` "
+            "**reuse pooled keepalive connections**. `make load` drives one path at a time at a fixed rate, so the "
+            "paths appear one after another on the time axis: compare latency and cost per request at equal load. "
+            "The socket saves the TCP handshake, TIME_WAIT and the bridge's network stack; its gain is largest on "
+            "the new-connection paths and shrinks once keepalive removes connection setup. Pick a run in *Test run*.",
         ),
+        row("Each path against tcp (whole time range)"),
+        stat(
+            "Client latency p50, ratio to tcp",
+            "Median request duration as k6 saw it over the selected time range, divided by the tcp path's. "
+            "Below 1: faster than TCP with a new connection per request. Needs a run that covered tcp.",
+            [ratio_to_tcp(0.5)],
+            "none",
+        ),
+        stat(
+            "Client latency p99, ratio to tcp",
+            "The same for the 99th percentile: tails are where connection setup and queueing show first.",
+            [ratio_to_tcp(0.99)],
+            "none",
+        ),
+        row("Load and latency"),
         timeseries(
             "Requests/s per path (k6)",
-            "Requests k6 completed per second, by nginx path. At a fixed rate every path should sit at RATE; "
-            "a path below it could not keep up (or k6 could not).",
-            [f"sum by (path) (rate(k6_http_reqs_total{{{K6}}}[$__rate_interval]))"],
+            "Requests k6 completed per second. At a fixed rate each path should hold RATE while it runs; one "
+            "below it could not keep up, or k6 could not (see the load generator dashboard).",
+            [target(f"sum by (path) (rate(k6_http_reqs_total{{{K6}}}[$__rate_interval]))", "{{path}}")],
             "reqps",
-            "{{path}}",
-            PATH_COLOURS,
         ),
         timeseries(
-            "Latency p99 per path, as the client sees it (k6)",
-            "99th percentile of k6's request duration (nginx plus the app plus the hop between them), "
-            "per time window from k6's native histograms.",
+            "Client latency per path (k6): p50, p95, p99",
+            "Request duration as the client sees it (nginx, the hop to the app, the app), per time window "
+            "from k6's native histograms.",
+            quantiles("k6_http_req_duration_seconds", K6, "path"),
+            "s",
+        ),
+        timeseries(
+            "App latency per listener: p50, p99",
+            "Time the app itself spent on a request, from its own histogram. It barely depends on the listener: a "
+            "gap the client sees but the app does not lies in the connection and the hop.",
+            quantiles("app_http_request_duration_seconds", f"{APP}, {LOAD}", "listener", qs=(0.5, 0.99)),
+            "s",
+        ),
+        timeseries(
+            "Errors per path",
+            "k6's failed requests per second (non-2xx/3xx or transport error) and nginx's 5xx answers per location. "
+            "Anything above zero makes that path's figures incomparable.",
             [
-                f"histogram_quantile(0.99, sum by (path) (rate(k6_http_req_duration_seconds{{{K6}}}[$__rate_interval])))"
+                target(
+                    or_zero(
+                        f'sum by (path) (rate(k6_http_reqs_total{{{K6}, expected_response="false"}}[$__rate_interval]))',
+                        f"sum by (path) (rate(k6_http_reqs_total{{{K6}}}[$__rate_interval]))",
+                    ),
+                    "k6 {{path}}",
+                ),
+                target(
+                    or_zero(
+                        f'sum by (path) (rate(nginx_location_requests_total{{{NGX}, status=~"5.."}}[$__rate_interval]))',
+                        f"sum by (path) (rate(nginx_location_requests_total{{{NGX}}}[$__rate_interval]))",
+                    ),
+                    "nginx 5xx {{path}}",
+                ),
+            ],
+            "reqps",
+        ),
+        row("Inside nginx (access log; millisecond resolution)"),
+        timeseries(
+            "nginx upstream connect time per path (mean)",
+            "Time nginx took to open the upstream connection ($upstream_connect_time). On the keepalive paths a "
+            "reused connection costs 0. nginx reports milliseconds, so sub-millisecond connects read as 0 and the "
+            "mean only moves under load or queueing; the client and app panels have microsecond resolution.",
+            [
+                target(
+                    f"sum by (path) (rate(nginx_location_upstream_connect_seconds_sum{{{NGX}}}[$__rate_interval]))"
+                    f" / sum by (path) (rate(nginx_location_upstream_connect_seconds_count{{{NGX}}}[$__rate_interval]))",
+                    "{{path}}",
+                )
             ],
             "s",
-            "{{path}}",
-            PATH_COLOURS,
         ),
         timeseries(
-            "App requests/s per listener",
-            "Requests the app served, by the listener they arrived on: `tcp` is its TCP port, `unix` its socket. "
-            "/tcp* paths must land on tcp and /uds* paths on unix.",
-            [f"sum by (listener) (rate(app_http_requests_total{{{NOT_LOAD}}}[$__rate_interval]))"],
-            "reqps",
-            "{{listener}}",
-            LISTENER_COLOURS,
-        ),
-        timeseries(
-            "App latency p99 per listener",
-            "99th percentile of the time the app spent on a request, from its own histogram. The app's time "
-            "barely depends on the listener: a difference the client sees but the app does not is in the "
-            "connection and the hop.",
+            "nginx upstream header time per path (mean)",
+            "From opening the upstream connection to the app's response headers ($upstream_header_time): connect + "
+            "send + the app's work. Millisecond resolution.",
             [
-                f"histogram_quantile(0.99, sum by (listener, le) (rate(app_http_request_duration_seconds_bucket{{{NOT_LOAD}}}[$__rate_interval])))"
+                target(
+                    f"sum by (path) (rate(nginx_location_upstream_header_seconds_sum{{{NGX}}}[$__rate_interval]))"
+                    f" / sum by (path) (rate(nginx_location_upstream_header_seconds_count{{{NGX}}}[$__rate_interval]))",
+                    "{{path}}",
+                )
             ],
             "s",
-            "{{listener}}",
-            LISTENER_COLOURS,
+        ),
+        row("Cost per request"),
+        timeseries(
+            "App CPU per request",
+            "CPU microseconds the app's process used per request it served (process CPU rate / request rate). "
+            "Accepting a connection per request costs the app CPU that keepalive saves.",
+            [target(f"1e6 * sum(rate(process_cpu_seconds_total{{{APP}}}[$__rate_interval])) / {per_req}", "app")],
+            "µs",
+        ),
+        timeseries(
+            "nginx CPU per request (cAdvisor)",
+            "CPU microseconds the nginx container used per request it handled (cAdvisor CPU rate / stub_status "
+            "request rate). Opening upstream connections is nginx's main extra cost on tcp and uds.",
+            [target(f"1e6 * sum(rate(container_cpu_usage_seconds_total{{{svc('nginx')}}}[$__rate_interval])) / {nginx_req}", "nginx")],
+            "µs",
+        ),
+        timeseries(
+            "Context switches per request (host)",
+            "The whole host's context switches per request nginx handled: each new connection adds wake-ups on "
+            "both sides; keepalive and the socket reduce them.",
+            [target(f"sum(rate(node_context_switches_total[$__rate_interval])) / {nginx_req}", "host")],
+            "short",
         ),
         timeseries(
             "New upstream connections/s per listener",
-            "Connections the app accepted per second. On /tcp/ and /uds/ this equals the request rate (one "
-            "connection per request); on the keepalive paths it drops to nearly zero. This churn is what "
-            "keepalive and, to a lesser degree, the socket save.",
-            ["sum by (listener) (rate(app_connections_accepted_total[$__rate_interval]))"],
+            "Connections the app accepted per second. On /tcp/ and /uds/ this equals the request rate; on the "
+            "keepalive paths it drops to nearly zero. Unix-socket connections never touch the network stack.",
+            [target(f"sum by (listener) (rate(app_connections_accepted_total{{{APP}}}[$__rate_interval]))", "{{listener}}")],
             "cps",
-            "{{listener}}",
-            LISTENER_COLOURS,
         ),
         timeseries(
-            "Open connections",
-            "Connections open at the app per listener, and nginx's client connections (stub_status).",
-            ["sum by (listener) (app_connections_open)", "sum(nginx_connections_active)"],
+            "TCP sockets in TIME_WAIT (app's network namespace)",
+            "With a new connection per request the app closes first, so every /tcp/ request leaves a socket in "
+            "TIME_WAIT for 60 s: at 1000 req/s that is ~60,000 sockets. The Unix socket and keepalive leave none.",
+            [target(f'app_netns_tcp_sockets{{{APP}, state="tw"}}', "TIME_WAIT")],
             "short",
-            "{{listener}}",
-            LISTENER_COLOURS,
         ),
         timeseries(
-            "Failed requests/s per path (k6)",
-            "Requests k6 counted as failed (non-2xx/3xx or transport error). Anything above zero means a "
-            "path's figures are not comparable.",
-            [f'sum by (path) (rate(k6_http_reqs_total{{{K6}, expected_response="false"}}[$__rate_interval]))'],
-            "reqps",
-            "{{path}}",
-            PATH_COLOURS,
-            grid=(24, 6),
+            "Memory",
+            "The app's resident memory (its own process metrics) and the nginx container's working set (cAdvisor).",
+            [
+                target(f"process_resident_memory_bytes{{{APP}}}", "app"),
+                target(f"sum(container_memory_working_set_bytes{{{svc('nginx')}}})", "nginx"),
+            ],
+            "bytes",
         ),
-    ]
-    variables = [
-        query_var("testid", "Test run", "label_values(k6_http_reqs_total, testid)"),
-        query_var("path", "Path", "label_values(k6_http_reqs_total, path)"),
     ]
     return dashboard(
         "uds-lab-paths",
         "uds-lab: paths compared",
         "TCP vs Unix socket between nginx and the app, with and without upstream keepalive.",
         panels,
-        variables,
+        [TESTID, PATH],
     )
 
 
-DASHBOARDS = {"paths.json": paths_dashboard}
+def load_dashboard():
+    panels = [
+        text(
+            "Is the client the limit?",
+            "A benchmark measures the server only while the load generator keeps up. If k6 drops iterations, runs "
+            "out of VUs or uses all the CPU it was given (`K6_CPUS`), the figures on the other dashboards describe "
+            "k6, not the paths: lower `RATE` or give k6 more CPU.",
+            h=3,
+        ),
+        timeseries(
+            "Requests/s per path vs iterations dropped",
+            "Completed requests per second per path, and iterations k6 could not start on time "
+            "(dropped_iterations): any drop means the fixed rate was not held.",
+            [
+                target(f"sum by (path) (rate(k6_http_reqs_total{{{K6}}}[$__rate_interval]))", "{{path}}"),
+                target(
+                    or_zero(
+                        'sum by (scenario) (rate(k6_dropped_iterations_total{testid=~"$testid"}[$__rate_interval]))',
+                        'sum by (scenario) (rate(k6_iterations_total{testid=~"$testid"}[$__rate_interval]))',
+                    ),
+                    "dropped {{scenario}}",
+                ),
+            ],
+            "reqps",
+        ),
+        timeseries(
+            "Virtual users",
+            "VUs busy and the most k6 may start (maxVUs). Busy VUs = rate × latency; when they reach the maximum, "
+            "requests queue in k6.",
+            [
+                target('sum(k6_vus{testid=~"$testid"})', "VUs"),
+                target('sum(k6_vus_max{testid=~"$testid"})', "VUs max"),
+            ],
+            "short",
+        ),
+        timeseries(
+            "k6 CPU vs its limit (cAdvisor)",
+            "CPU cores the k6 container used, and its limit (K6_CPUS). Near the limit, k6's own timing inflates "
+            "latency and caps the rate.",
+            [
+                target(f"sum(rate(container_cpu_usage_seconds_total{{{svc('k6')}}}[$__rate_interval]))", "k6"),
+                target(f"max(container_spec_cpu_quota{{{svc('k6')}}} / container_spec_cpu_period{{{svc('k6')}}})", "limit"),
+            ],
+            "short",
+        ),
+        timeseries(
+            "k6 throttled by its CPU limit (cAdvisor)",
+            "Share of CPU periods in which the kernel throttled k6 (CFS quota). Above a few percent, k6's clock "
+            "and pace suffer.",
+            [
+                target(
+                    f"sum(rate(container_cpu_cfs_throttled_periods_total{{{svc('k6')}}}[$__rate_interval]))"
+                    f" / sum(rate(container_cpu_cfs_periods_total{{{svc('k6')}}}[$__rate_interval]))",
+                    "k6",
+                )
+            ],
+            "percentunit",
+        ),
+        timeseries(
+            "Client-side connection time per path (k6)",
+            "Time k6 waited for a free connection (blocked) and to open one (connecting) to nginx, p99. k6 keeps "
+            "its connections to nginx alive, so both stay near zero; a rise means k6 itself is short of resources.",
+            [
+                target(f"histogram_quantile(0.99, sum by (path) (rate(k6_http_req_blocked_seconds{{{K6}}}[$__rate_interval])))", "blocked {{path}}"),
+                target(f"histogram_quantile(0.99, sum by (path) (rate(k6_http_req_connecting_seconds{{{K6}}}[$__rate_interval])))", "connecting {{path}}"),
+            ],
+            "s",
+        ),
+    ]
+    return dashboard(
+        "uds-lab-load",
+        "uds-lab: load generator",
+        "Whether k6 kept up: VUs, dropped iterations, k6's own CPU.",
+        panels,
+        [TESTID, PATH],
+    )
+
+
+def host_dashboard():
+    services = 'container_label_com_docker_compose_service!=""'
+    panels = [
+        timeseries(
+            "Host CPU by mode",
+            "Cores busy on the whole machine, by mode. softirq rises with network traffic across the Docker bridge; "
+            "system with connection setup.",
+            [target('sum by (mode) (rate(node_cpu_seconds_total{mode!="idle"}[$__rate_interval]))', "{{mode}}")],
+            "short",
+            stack=True,
+        ),
+        timeseries(
+            "Context switches and interrupts/s (host)",
+            "Every request wakes k6, nginx and the app; every new connection adds more.",
+            [
+                target("rate(node_context_switches_total[$__rate_interval])", "context switches"),
+                target("rate(node_intr_total[$__rate_interval])", "interrupts"),
+            ],
+            "short",
+        ),
+        timeseries(
+            "CPU per compose service (cAdvisor)",
+            "Cores used by each service's container. The lab's own monitoring (Prometheus, cAdvisor, exporters) "
+            "shares the machine: it should stay small next to nginx, the app and k6.",
+            [target(f"sum by (container_label_com_docker_compose_service) (rate(container_cpu_usage_seconds_total{{{services}}}[$__rate_interval]))", "{{container_label_com_docker_compose_service}}")],
+            "short",
+            stack=True,
+        ),
+        timeseries(
+            "Memory per compose service (cAdvisor)",
+            "Working set of each service's container.",
+            [target(f"sum by (container_label_com_docker_compose_service) (container_memory_working_set_bytes{{{services}}})", "{{container_label_com_docker_compose_service}}")],
+            "bytes",
+        ),
+        timeseries(
+            "Network received per compose service (cAdvisor)",
+            "Bytes per second into each container's network interface. TCP between nginx and the app crosses the "
+            "Docker bridge and shows here; Unix-socket traffic never does.",
+            [target(f"sum by (container_label_com_docker_compose_service) (rate(container_network_receive_bytes_total{{{services}}}[$__rate_interval]))", "{{container_label_com_docker_compose_service}}")],
+            "Bps",
+        ),
+        timeseries(
+            "Load average (host)",
+            "1-minute load average (runnable tasks) against the number of CPUs: above it, work waits for a CPU.",
+            [
+                target("node_load1", "load1"),
+                target('count(node_cpu_seconds_total{mode="idle"})', "CPUs"),
+            ],
+            "short",
+        ),
+        timeseries(
+            "App Go runtime",
+            "Goroutines (one per open connection plus a few) and GC cycles per second in the app.",
+            [
+                target(f"go_goroutines{{{APP}}}", "goroutines"),
+                target(f"rate(go_gc_duration_seconds_count{{{APP}}}[$__rate_interval])", "GC/s"),
+            ],
+            "short",
+        ),
+        timeseries(
+            "nginx connections (stub_status)",
+            "nginx's client connections by state: k6 keeps a few alive; waiting = idle keepalive.",
+            [target("nginx_connections_active", "active"), target("nginx_connections_waiting", "waiting")],
+            "short",
+        ),
+    ]
+    return dashboard(
+        "uds-lab-host",
+        "uds-lab: host and containers",
+        "The machine under the lab: CPU, context switches, and each container's CPU, memory and network.",
+        panels,
+        [],
+    )
+
+
+DASHBOARDS = {"paths.json": paths_dashboard, "load.json": load_dashboard, "host.json": host_dashboard}
 
 
 def render(build):
-    return json.dumps(build(), indent=2, sort_keys=False) + "\n"
+    return json.dumps(build(), indent=2) + "\n"
 
 
 def main(argv):

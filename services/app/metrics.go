@@ -74,6 +74,7 @@ func NewMetrics() *Metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newSockstatCollector("/proc/net/sockstat"),
 	)
 	f := promauto.With(reg)
 	m := &Metrics{Registry: reg}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,7 @@ func TestLab(t *testing.T) {
 	}
 
 	before := appCounters(t, prom)
+	loadStart := time.Now()
 	testid := "e2e-" + time.Now().UTC().Format("20060102-150405")
 	step(t, "make load", func() {
 		mk(t, "load", "TESTID="+testid, "RATE=50", "DURATION=5", "PATHS=tcp,uds,tcp-ka,uds-ka", "ENDPOINT=/ping")
@@ -75,6 +77,13 @@ func TestLab(t *testing.T) {
 			}
 			if got := after.requests[l] - before.requests[l]; sent == 0 || got != sent {
 				return fmt.Errorf("listener %s: app counted %v /ping requests, k6 sent %v", l, got, sent)
+			}
+		}
+		// nginx's access log, through nginx-log-exporter, counted each request once.
+		logged := vector(t, prom, `sum by (path) (nginx_location_requests_total{status="200"})`, "path")
+		for _, p := range paths {
+			if logged[p.path] != k6[p.path] {
+				return fmt.Errorf("/%s/: nginx-log-exporter counted %v requests, k6 sent %v", p.path, logged[p.path], k6[p.path])
 			}
 		}
 		return nil
@@ -121,6 +130,10 @@ func TestLab(t *testing.T) {
 		t.Logf("k6 p99 per path (s): %v", p99)
 	})
 
+	t.Run("every dashboard panel returns data", func(t *testing.T) {
+		checkPanels(t, prom, testid, loadStart)
+	})
+
 	step(t, "docker kill app, leaving its socket behind", func() {
 		id := strings.TrimSpace(run(t, "docker", "compose", "ps", "-q", "app"))
 		run(t, "docker", "kill", id)
@@ -140,6 +153,83 @@ func TestLab(t *testing.T) {
 	if logs := run(t, "docker", "compose", "logs", "--no-color", "app"); !strings.Contains(logs, "stale") {
 		t.Errorf("the app's log does not mention removing the stale socket:\n%s", logs)
 	}
+}
+
+// checkPanels runs every panel query of every dashboard, with the variables
+// set to this run, over the load's time range, and fails for each that returns
+// no data. Queries on cAdvisor metrics (cAdvisor cannot run here) are parsed
+// and listed instead.
+func checkPanels(t *testing.T, prom, testid string, from time.Time) {
+	to := time.Now()
+	vars := map[string]string{
+		"testid": testid, "path": ".*", "__rate_interval": "30s", "__interval": "15s",
+		"__range": fmt.Sprintf("%ds", int(to.Sub(from).Seconds())+1),
+	}
+	live, parsedOnly := map[string]bool{}, map[string]bool{}
+	for _, q := range lab.PanelQueries(t) {
+		expr := lab.Substitute(q.Expr, vars)
+		names, err := lab.MetricNames(expr)
+		if err != nil {
+			t.Errorf("%s: %s: %v", q, expr, err)
+			continue
+		}
+		if lab.UsesCAdvisor(names) {
+			parsedOnly[q.String()] = true
+			continue
+		}
+		if n := samples(t, prom, expr, from, to); n == 0 {
+			t.Errorf("%s: no data for %s", q, expr)
+			continue
+		}
+		live[q.String()] = true
+	}
+	for p := range parsedOnly {
+		delete(live, p) // a panel with any cAdvisor query is not proven live
+	}
+	t.Logf("panels proven with live data (%d):\n  %s", len(live), strings.Join(sorted(live), "\n  "))
+	t.Logf("panels with cAdvisor queries, parsed and checked against cAdvisor's documented metrics only (%d):\n  %s",
+		len(parsedOnly), strings.Join(sorted(parsedOnly), "\n  "))
+}
+
+// samples runs a range query (5 s steps) and counts the samples returned.
+func samples(t *testing.T, prom, query string, from, to time.Time) int {
+	t.Helper()
+	v := url.Values{
+		"query": {query}, "step": {"5"},
+		"start": {fmt.Sprint(from.Unix())}, "end": {fmt.Sprint(to.Unix())},
+	}
+	resp, err := http.Get(prom + "/api/v1/query_range?" + v.Encode())
+	if err != nil {
+		t.Fatalf("query_range %s: %v", query, err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Values []any `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Status != "success" {
+		t.Errorf("query_range %s: %v %s", query, err, r.Error)
+		return 0
+	}
+	n := 0
+	for _, s := range r.Data.Result {
+		n += len(s.Values)
+	}
+	return n
+}
+
+func sorted(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 type counters struct{ requests, accepted map[string]float64 }

@@ -67,13 +67,15 @@ PROMETHEUS=$(binary prometheus "uds-lab-standin/prometheus:${PROMETHEUS_IMAGE##*
 NODE_EXPORTER=$(binary node_exporter "uds-lab-standin/node-exporter:${NODE_EXPORTER_IMAGE##*:}" node-exporter)
 K6=$(binary k6 "uds-lab-standin/k6:${K6_IMAGE##*:}" k6 /home/k6)
 
-# The Go image is keyed by the app's go.sum: its modules are baked in.
+# The Go image is keyed by the services' go.sum files: their modules are baked in.
 GO_VERSION=$(go env GOVERSION)
-GOLANG=uds-lab-standin/golang:${GO_VERSION#go}-$(sha256sum services/app/go.sum | cut -c1-12)
+GOLANG=uds-lab-standin/golang:${GO_VERSION#go}-$(cat services/*/go.sum | sha256sum | cut -c1-12)
 if ! have "$GOLANG"; then
   ctx=$(mktemp -d)
-  log "collecting the app's modules for $GOLANG"
-  (cd services/app && GOMODCACHE=$ctx/mod GOFLAGS=-mod=mod go mod download)
+  log "collecting the modules of services/* for $GOLANG"
+  for mod in services/*/go.mod; do
+    (cd "$(dirname "$mod")" && GOMODCACHE=$ctx/mod GOFLAGS=-mod=mod go mod download)
+  done
   mv "$ctx/mod/cache/download" "$ctx/goproxy"
   chmod -R u+w "$ctx/mod" && rm -rf "$ctx/mod"
   cp -al "$(go env GOROOT)" "$ctx/go" 2>/dev/null || cp -a "$(go env GOROOT)" "$ctx/go"

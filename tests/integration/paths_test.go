@@ -22,12 +22,26 @@ import (
 	"uds-lab/tests/internal/lab"
 )
 
-// stack is one app process and one nginx process, on local ports.
+// stack is the app, nginx-log-exporter and nginx, each a real process on
+// local ports.
 type stack struct {
 	nginxURL  string // http://127.0.0.1:port
 	statusURL string // nginx's stub_status server
 	appTCP    string // http://127.0.0.1:port, the app's own TCP listener
+	logExp    string // http://127.0.0.1:port, nginx-log-exporter's metrics
 	workers   int    // nginx worker processes
+}
+
+// build compiles one of services/* into dir.
+func build(t *testing.T, dir, service string) string {
+	t.Helper()
+	bin := filepath.Join(dir, service)
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = lab.Path(t, "services", service)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", service, err, out)
+	}
+	return bin
 }
 
 func startStack(t *testing.T) stack {
@@ -61,12 +75,7 @@ func startStack(t *testing.T) stack {
 	}
 	socket := filepath.Join(sockDir, "app.sock")
 
-	app := filepath.Join(dir, "app")
-	build := exec.Command("go", "build", "-o", app, ".")
-	build.Dir = lab.Path(t, "services", "app")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build app: %v\n%s", err, out)
-	}
+	app := build(t, dir, "app")
 
 	appPort := lab.FreePort(t)
 	appEnv := append(os.Environ(),
@@ -89,6 +98,19 @@ func startStack(t *testing.T) stack {
 		return nil
 	})
 
+	// nginx's access log goes by syslog to the exporter, as in compose.
+	logExp := build(t, dir, "nginx-log-exporter")
+	syslogPort, logMetricsPort := lab.FreePort(t), lab.FreePort(t)
+	logEnv := append(os.Environ(),
+		fmt.Sprintf("LOG_EXPORTER_SYSLOG_ADDR=127.0.0.1:%d", syslogPort),
+		fmt.Sprintf("LOG_EXPORTER_METRICS_ADDR=127.0.0.1:%d", logMetricsPort),
+	)
+	start(t, "nginx-log-exporter", logEnv, logExp)
+	accessLog := strings.Replace(lab.Env(t)["NGINX_ACCESS_LOG"], "nginx-log-exporter:5514", fmt.Sprintf("127.0.0.1:%d", syslogPort), 1)
+	if !strings.Contains(accessLog, "127.0.0.1") {
+		t.Fatalf(".env NGINX_ACCESS_LOG=%q does not send to nginx-log-exporter:5514", lab.Env(t)["NGINX_ACCESS_LOG"])
+	}
+
 	const workers = 2
 	port, statusPort := lab.FreePort(t), lab.FreePort(t)
 	conf := lab.RenderTemplate(t, lab.Path(t, "nginx", "templates", "nginx.conf.template"), map[string]string{
@@ -98,6 +120,7 @@ func startStack(t *testing.T) stack {
 		"NGINX_STATUS_PORT":      strconv.Itoa(statusPort),
 		"APP_TCP_UPSTREAM":       fmt.Sprintf("127.0.0.1:%d", appPort),
 		"APP_UNIX_SOCKET":        socket,
+		"NGINX_ACCESS_LOG":       accessLog,
 	})
 	confPath := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
@@ -111,9 +134,11 @@ func startStack(t *testing.T) stack {
 		nginxURL:  fmt.Sprintf("http://127.0.0.1:%d", port),
 		statusURL: fmt.Sprintf("http://127.0.0.1:%d/stub_status", statusPort),
 		appTCP:    fmt.Sprintf("http://127.0.0.1:%d", appPort),
+		logExp:    fmt.Sprintf("http://127.0.0.1:%d", logMetricsPort),
 		workers:   workers,
 	}
 	waitFor(t, "nginx", func() error { _, err := get(http.DefaultClient, s.nginxURL+"/healthz"); return err })
+	waitFor(t, "nginx-log-exporter", func() error { _, err := get(http.DefaultClient, s.logExp+"/healthz"); return err })
 	return s
 }
 
@@ -198,6 +223,22 @@ func appCounts(t *testing.T, c *http.Client, s stack) counts {
 	return got
 }
 
+// logged reads what nginx-log-exporter counted for a path: requests answered
+// 200, and upstream connect and header times observed.
+func logged(t *testing.T, s stack, path string) map[string]float64 {
+	t.Helper()
+	mf, err := lab.Metrics(http.DefaultClient, s.logExp+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	out["nginx_location_requests_total"], _ = lab.Value(mf, "nginx_location_requests_total", map[string]string{"path": path, "status": "200"})
+	for _, h := range []string{"nginx_location_upstream_connect_seconds", "nginx_location_upstream_header_seconds"} {
+		out[h+"_count"] = lab.HistogramCount(mf, h, map[string]string{"path": path})
+	}
+	return out
+}
+
 func TestLocations(t *testing.T) {
 	s := startStack(t)
 	// One client connection for scraping, opened before any baseline, so the
@@ -224,6 +265,7 @@ func TestLocations(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := appCounts(t, scraper, s)
+			logBefore := logged(t, s, tc.path)
 			for i := 0; i < n; i++ {
 				body, err := get(client, s.nginxURL+"/"+tc.path+"/ping")
 				if err != nil {
@@ -253,6 +295,18 @@ func TestLocations(t *testing.T) {
 				t.Errorf("/%s/: %v new upstream connections for %d requests, want %d (one per request)", tc.path, accepted, n, n)
 			}
 			t.Logf("/%s/: %d requests -> %s listener, %v connections accepted", tc.path, n, tc.listener, accepted)
+
+			// Every request reached nginx-log-exporter as one access-log line
+			// (UDP: give the last datagrams a moment).
+			waitFor(t, "access log lines for /"+tc.path+"/", func() error {
+				got := logged(t, s, tc.path)
+				for name, v := range got {
+					if d := v - logBefore[name]; d != n {
+						return fmt.Errorf("%s{path=%q}: %v new, want %d", name, tc.path, d, n)
+					}
+				}
+				return nil
+			})
 		})
 	}
 }

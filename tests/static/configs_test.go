@@ -4,27 +4,30 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"testing"
+
+	"github.com/compose-spec/compose-go/v2/types"
 
 	"uds-lab/tests/internal/lab"
 )
 
 // nginx -t on the template rendered with the values compose gives the nginx
-// service; only the app's host name (not resolvable here) and the run folder
-// (pid, temp files) are replaced with local ones.
+// service; only compose service names (not resolvable here) and the run
+// folder (pid, temp files) are replaced with local ones.
 func TestNginxConfig(t *testing.T) {
 	nginx := lab.Tool(t, "nginx")
-	vars := map[string]string{}
-	for k, v := range loadCompose(t).Services["nginx"].Environment {
-		vars[k] = *v
-	}
+	p := loadCompose(t)
 	dir := t.TempDir()
-	host, port, _ := strings.Cut(vars["APP_TCP_UPSTREAM"], ":")
-	if host != "app" {
+	vars := map[string]string{}
+	for k, v := range p.Services["nginx"].Environment {
+		vars[k] = localHosts(p, *v)
+	}
+	if vars["APP_TCP_UPSTREAM"] == *p.Services["nginx"].Environment["APP_TCP_UPSTREAM"] {
 		t.Fatalf("APP_TCP_UPSTREAM=%q: want the app service by name", vars["APP_TCP_UPSTREAM"])
 	}
-	vars["APP_TCP_UPSTREAM"] = "127.0.0.1:" + port
 	vars["NGINX_RUN_DIR"] = dir
 	conf := lab.RenderTemplate(t, lab.Path(t, "nginx", "templates", "nginx.conf.template"), vars)
 	path := filepath.Join(dir, "nginx.conf")
@@ -34,6 +37,17 @@ func TestNginxConfig(t *testing.T) {
 	if out, err := exec.Command(nginx, "-t", "-c", path).CombinedOutput(); err != nil {
 		t.Fatalf("nginx -t: %v\n%s", err, out)
 	}
+}
+
+// localHosts replaces "service:port" of any compose service with 127.0.0.1:port.
+func localHosts(p *types.Project, value string) string {
+	names := p.ServiceNames()
+	sort.Slice(names, func(i, j int) bool { return len(names[i]) > len(names[j]) })
+	for _, name := range names {
+		re := regexp.MustCompile(`(^|[=/ ,])` + regexp.QuoteMeta(name) + `:([0-9]+)`)
+		value = re.ReplaceAllString(value, "${1}127.0.0.1:${2}")
+	}
+	return value
 }
 
 func TestPrometheusConfig(t *testing.T) {

@@ -53,6 +53,10 @@ func Env(t testing.TB) map[string]string {
 		if !ok {
 			t.Fatalf(".env line %d: %q is not KEY=value", n, line)
 		}
+		// Quotes group a value with spaces, as in compose's .env parser.
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		}
 		env[k] = v
 	}
 	return env
@@ -149,18 +153,7 @@ func Value(families map[string]*dto.MetricFamily, name string, want map[string]s
 		return 0, false
 	}
 	for _, m := range mf.GetMetric() {
-		labels := map[string]string{}
-		for _, lp := range m.GetLabel() {
-			labels[lp.GetName()] = lp.GetValue()
-		}
-		match := true
-		for k, v := range want {
-			if labels[k] != v {
-				match = false
-				break
-			}
-		}
-		if !match {
+		if !hasLabels(m, want) {
 			continue
 		}
 		switch {
@@ -173,4 +166,32 @@ func Value(families map[string]*dto.MetricFamily, name string, want map[string]s
 		}
 	}
 	return 0, false
+}
+
+// HistogramCount returns the observation count of the histogram sample of
+// family name whose labels include all of want (0 if there is none).
+func HistogramCount(families map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	mf, ok := families[name]
+	if !ok {
+		return 0
+	}
+	for _, m := range mf.GetMetric() {
+		if m.Histogram != nil && hasLabels(m, want) {
+			return float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return 0
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	labels := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		labels[lp.GetName()] = lp.GetValue()
+	}
+	for k, v := range want {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// pathID is the bounded "path" label: the first URI segment when it is one of
+// the lab's four locations, else "other". A raw URI never becomes a label.
+type pathID uint8
+
+const (
+	pathTCP pathID = iota
+	pathUDS
+	pathTCPKA
+	pathUDSKA
+	pathOther
+	numPaths
+)
+
+var pathNames = [numPaths]string{"tcp", "uds", "tcp-ka", "uds-ka", "other"}
+
+func (p pathID) String() string { return pathNames[p] }
+
+// classifyPath maps "/tcp", "/tcp/" and "/tcp/anything" to tcp (likewise for
+// the other three locations); everything else, "/tcpx" included, is other.
+func classifyPath(uri string) pathID {
+	if !strings.HasPrefix(uri, "/") {
+		return pathOther
+	}
+	seg := uri[1:]
+	if i := strings.IndexAny(seg, "/?"); i >= 0 {
+		seg = seg[:i]
+	}
+	switch seg {
+	case "tcp":
+		return pathTCP
+	case "uds":
+		return pathUDS
+	case "tcp-ka":
+		return pathTCPKA
+	case "uds-ka":
+		return pathUDSKA
+	}
+	return pathOther
+}
+
+// The three $upstream_*_time variables, in label/metric order.
+const (
+	upConnect = iota
+	upHeader
+	upResponse
+	numUpstream
+)
+
+// logLine is the lab_json log_format: every value is a JSON string.
+type logLine struct {
+	URI                  string `json:"uri"`
+	Status               string `json:"status"`
+	RequestTime          string `json:"request_time"`
+	UpstreamConnectTime  string `json:"upstream_connect_time"`
+	UpstreamHeaderTime   string `json:"upstream_header_time"`
+	UpstreamResponseTime string `json:"upstream_response_time"`
+	BytesSent            string `json:"bytes_sent"`
+}
+
+// record is one parsed request, ready to be applied to the metrics.
+type record struct {
+	path        pathID
+	status      int // 100..599, or 0 for "invalid"
+	requestTime float64
+	upstream    [numUpstream]float64
+	hasUpstream [numUpstream]bool // false: no upstream / not reached ("" or "-")
+	bytesSent   uint64
+}
+
+var errNoJSON = errors.New("no '{' in datagram")
+
+// parseDatagram parses one syslog datagram such as
+//
+//	<190>Nov 22 14:03:07 nginx: {"uri":"/tcp-ka/ping","status":"200",...}
+//
+// The RFC 3164 header is skipped: the JSON starts at the first '{' (the header
+// cannot contain one). scratch is reused between calls to save an allocation.
+// Any error means the line is malformed and none of it may be counted.
+func parseDatagram(b []byte, scratch *logLine) (record, error) {
+	var rec record
+	i := bytes.IndexByte(b, '{')
+	if i < 0 {
+		return rec, errNoJSON
+	}
+	*scratch = logLine{} // Unmarshal leaves absent fields untouched.
+	if err := json.Unmarshal(b[i:], scratch); err != nil {
+		return rec, fmt.Errorf("json: %w", err)
+	}
+	l := scratch
+
+	var err error
+	if rec.requestTime, err = parseSeconds(l.RequestTime); err != nil {
+		return rec, fmt.Errorf("request_time: %w", err)
+	}
+	for j, v := range [numUpstream]string{l.UpstreamConnectTime, l.UpstreamHeaderTime, l.UpstreamResponseTime} {
+		if rec.upstream[j], rec.hasUpstream[j], err = parseUpstreamTimes(v); err != nil {
+			return rec, fmt.Errorf("%s: %w", upstreamFields[j], err)
+		}
+	}
+	if rec.bytesSent, err = strconv.ParseUint(l.BytesSent, 10, 64); err != nil {
+		return rec, fmt.Errorf("bytes_sent: %q is not a non-negative integer", l.BytesSent)
+	}
+	rec.path = classifyPath(l.URI)
+	rec.status = parseStatus(l.Status)
+	return rec, nil
+}
+
+var upstreamFields = [numUpstream]string{"upstream_connect_time", "upstream_header_time", "upstream_response_time"}
+
+// parseStatus returns the code for exactly three digits in 100..599, else 0.
+func parseStatus(s string) int {
+	if len(s) != 3 {
+		return 0
+	}
+	n := 0
+	for i := 0; i < 3; i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n < 100 || n > 599 {
+		return 0
+	}
+	return n
+}
+
+// parseUpstreamTimes sums an nginx $upstream_*_time value. nginx writes one
+// time per upstream attempt, separated by ", " (next server in the same
+// upstream group) or " : " (internal redirect to another group); "-" marks an
+// attempt that did not get that far, "" means no upstream at all. ok is false
+// when there is no number at all: then nothing must be observed.
+func parseUpstreamTimes(s string) (sum float64, ok bool, err error) {
+	for s != "" {
+		part := s
+		if i := strings.IndexAny(s, ",:"); i >= 0 {
+			part, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		part = strings.TrimSpace(part)
+		if part == "" || part == "-" {
+			continue
+		}
+		v, err := parseSeconds(part)
+		if err != nil {
+			return 0, false, err
+		}
+		sum += v
+		ok = true
+	}
+	return sum, ok, nil
+}
+
+// parseSeconds accepts only what nginx writes: digits with an optional
+// fraction ("0.001", "12"). Signs, exponents, "NaN", "Inf" and "" are refused.
+func parseSeconds(s string) (float64, error) {
+	digits, dot := 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return 0, fmt.Errorf("%q is not a number of seconds", s)
+		}
+	}
+	if digits == 0 {
+		return 0, fmt.Errorf("%q is not a number of seconds", s)
+	}
+	return strconv.ParseFloat(s, 64)
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+const (
+	// maxDatagram holds any UDP payload (at most 65507 bytes over IPv4), so a
+	// datagram is never truncated.
+	maxDatagram = 64 << 10
+	// udpReadBuffer is asked for so bursts are queued, not dropped; the kernel
+	// caps it at net.core.rmem_max (the startup line shows what was granted).
+	udpReadBuffer = 4 << 20
+	// maxLoggedLine caps the malformed line echoed to stderr.
+	maxLoggedLine = 200
+
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 120 * time.Second
+	shutdownTimeout   = 5 * time.Second
+)
+
+// serve receives syslog datagrams and serves /metrics and /healthz until ctx
+// is cancelled. It returns nil after a clean stop.
+func serve(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
+	pc, err := net.ListenPacket("udp", cfg.SyslogAddr)
+	if err != nil {
+		return fmt.Errorf("LOG_EXPORTER_SYSLOG_ADDR %s: %w", cfg.SyslogAddr, err)
+	}
+	conn := pc.(*net.UDPConn)
+	if err := conn.SetReadBuffer(udpReadBuffer); err != nil {
+		fmt.Fprintf(stderr, "nginx-log-exporter: setting the UDP read buffer to %d bytes: %v\n", udpReadBuffer, err)
+	}
+	ln, err := net.Listen("tcp", cfg.MetricsAddr)
+	if err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("LOG_EXPORTER_METRICS_ADDR %s: %w", cfg.MetricsAddr, err)
+	}
+
+	m := NewMetrics()
+	srv := &http.Server{
+		Handler:           newHandler(m),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          log.New(stderr, "nginx-log-exporter: http: ", 0),
+	}
+
+	rcvbuf := "unknown"
+	if n, err := socketReadBuffer(conn); err == nil {
+		rcvbuf = fmt.Sprint(n)
+	}
+	fmt.Fprintf(stdout, "nginx-log-exporter: listening syslog=udp:%s metrics=http:%s udp_rcvbuf=%s\n",
+		conn.LocalAddr(), ln.Addr(), rcvbuf)
+
+	readerDone := make(chan error, 1)
+	serveDone := make(chan error, 1)
+	go func() { readerDone <- readLoop(conn, m, stderr) }()
+	go func() { serveDone <- srv.Serve(ln) }()
+
+	select {
+	case <-ctx.Done():
+	case err := <-readerDone:
+		// The socket died on its own: stop rather than run half-up.
+		_ = srv.Close()
+		<-serveDone
+		return err
+	case err := <-serveDone:
+		_ = conn.Close()
+		<-readerDone
+		return fmt.Errorf("metrics server: %w", err)
+	}
+
+	fmt.Fprintln(stdout, "nginx-log-exporter: shutting down")
+	_ = conn.Close() // unblocks the reader
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	shutdownErr := srv.Shutdown(sctx)
+	if shutdownErr != nil {
+		_ = srv.Close()
+	}
+	readErr := <-readerDone
+	if err := <-serveDone; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("metrics server: %w", err)
+	}
+	if readErr != nil {
+		return readErr
+	}
+	if shutdownErr != nil {
+		return fmt.Errorf("metrics server shutdown: %w", shutdownErr)
+	}
+	fmt.Fprintln(stdout, "nginx-log-exporter: shutdown complete")
+	return nil
+}
+
+func newHandler(m *Metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{
+		Registry:          m.Registry,
+		EnableOpenMetrics: true,
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	return mux
+}
+
+// readLoop is the only goroutine that reads the socket and updates the
+// metrics. It returns nil once the socket is closed by serve.
+func readLoop(conn *net.UDPConn, m *Metrics, stderr io.Writer) error {
+	buf := make([]byte, maxDatagram)
+	var scratch logLine
+	loggedMalformed := false
+	for {
+		n, err := conn.Read(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("reading syslog datagrams: %w", err)
+		}
+		rec, err := parseDatagram(buf[:n], &scratch)
+		if err != nil {
+			m.linesMalformed.Inc()
+			// The first one usually means a log_format mismatch; say so once,
+			// then only count (a flood must not turn into a log flood).
+			if !loggedMalformed {
+				loggedMalformed = true
+				line := buf[:n]
+				if len(line) > maxLoggedLine {
+					line = line[:maxLoggedLine]
+				}
+				fmt.Fprintf(stderr, "nginx-log-exporter: malformed line (%v): %q; further ones are only counted in nginx_log_lines_total{result=\"malformed\"}\n", err, line)
+			}
+			continue
+		}
+		m.observe(rec)
+	}
+}
