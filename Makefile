@@ -13,6 +13,13 @@ SERVICES ?=
 # Test tools built from source are cached here (scripts/test-deps.sh).
 UDS_LAB_CACHE ?= $(HOME)/.cache/uds-lab
 export PATH := $(UDS_LAB_CACHE)/bin:$(PATH)
+# Python for `make report` (matplotlib), in a virtual environment of the repository.
+VENV ?= .venv
+
+$(VENV)/.installed: report/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r report/requirements.txt
+	touch $@
 
 ##@ Lab
 
@@ -30,9 +37,20 @@ up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset
 	@echo "Next: make load"
 
 .PHONY: load
-load: ## Drive each path in turn through nginx with k6 (RATE, DURATION, PATHS, ENDPOINT)
+load: ## Drive each path in turn through nginx with k6 (SCENARIO, RATE, DURATION, ROUNDS, PATHS)
+	@mkdir -p results/$(TESTID)
+	@# The settings this run ran with (images, limits, cpusets), for the report; no secrets.
+	@$(COMPOSE) --profile load config --format json \
+		| python3 -c 'import json,sys; c=json.load(sys.stdin); c["services"].pop("grafana", None); json.dump(c, sys.stdout, indent=1)' \
+		> results/$(TESTID)/compose.json
 	@echo "k6 run testid=$(TESTID)"
-	TESTID=$(TESTID) $(COMPOSE) --profile load run --rm k6
+	TESTID=$(TESTID) $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6
+	@echo $(TESTID) > results/last
+
+.PHONY: report
+report: $(VENV)/.installed ## Write results/<run>/report.md, report.json and charts for the last run (RUN=<testid> for another)
+	$(VENV)/bin/python report/report.py --run "$(or $(RUN),$$(cat results/last))" \
+		--prometheus http://127.0.0.1:$(call env,PROMETHEUS_PORT) --results results
 
 .PHONY: down
 down: ## Stop the lab; Prometheus and Grafana data are kept
@@ -61,12 +79,15 @@ deps: ## Install the test tools that are missing (nginx, envsubst, promtool)
 check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, dashboards
 	@test -z "$$(gofmt -l services tests)" || { gofmt -l services tests; echo "gofmt: files above need formatting"; exit 1; }
 	cd services/app && go vet ./...
+	cd services/nginx-log-exporter && go vet ./...
 	cd tests && go vet ./...
 	cd tests && go test -count=1 ./static/...
 
 .PHONY: test
-test: check ## All tests: static checks, the app's unit tests, nginx + app integration
+test: check $(VENV)/.installed ## All tests: static checks, unit tests (services, report), nginx + app integration
 	cd services/app && go test -count=1 -race ./...
+	cd services/nginx-log-exporter && go test -count=1 -race ./...
+	$(VENV)/bin/python -m pytest -q report
 	cd tests && go test -count=1 ./integration/...
 
 .PHONY: e2e

@@ -172,12 +172,16 @@ def or_zero(expr, like):
     return f"({expr}) or ({like} * 0)"
 
 
-def quantiles(metric, sel, by, qs=(0.5, 0.95, 0.99)):
-    """histogram_quantile targets over a native histogram, one per quantile."""
-    return [
-        target(f"histogram_quantile({q}, sum by ({by}) (rate({metric}{{{sel}}}[$__rate_interval])))", f"{{{{{by}}}}} p{round(q * 100)}")
-        for q in qs
-    ]
+def quantiles(metric, sel, by, qs=(0.5, 0.95, 0.99), classic=False):
+    """histogram_quantile targets over a native histogram, one per quantile; with
+    classic, falling back to classic buckets (what a swapped-in app may expose)."""
+    def expr(q):
+        e = f"histogram_quantile({q}, sum by ({by}) (rate({metric}{{{sel}}}[$__rate_interval])))"
+        if classic:
+            e += f" or histogram_quantile({q}, sum by ({by}, le) (rate({metric}_bucket{{{sel}}}[$__rate_interval])))"
+        return e
+
+    return [target(expr(q), f"{{{{{by}}}}} p{round(q * 100)}") for q in qs]
 
 
 def ratio_to_tcp(q):
@@ -236,7 +240,7 @@ def paths_dashboard():
             "App latency per listener: p50, p99",
             "Time the app itself spent on a request, from its own histogram. It barely depends on the listener: a "
             "gap the client sees but the app does not lies in the connection and the hop.",
-            quantiles("app_http_request_duration_seconds", f"{APP}, {LOAD}", "listener", qs=(0.5, 0.99)),
+            quantiles("app_http_request_duration_seconds", f"{APP}, {LOAD}", "listener", qs=(0.5, 0.99), classic=True),
             "s",
         ),
         timeseries(

@@ -1,79 +1,205 @@
-// uds-lab load: the same request through each nginx path, one path at a time.
-// Settings come from the environment (compose passes them from .env or your shell):
-//   BASE_URL  nginx as k6 reaches it            (http://nginx:8080)
-//   PATHS     comma list of tcp,uds,tcp-ka,uds-ka (all four)
-//   RATE      requests per second, fixed        (500)
-//   DURATION  seconds per path                  (20)
-//   ENDPOINT  app route behind each path        (/ping)
-//   TESTID    label of this run in Prometheus   (set by `make load`)
+// uds-lab load: the same requests through each nginx path, one path at a time,
+// at a fixed rate, in alternating rounds (tcp, uds, tcp-ka, uds-ka, then again)
+// so that drift over time spreads evenly over the paths. Each workload starts
+// with a warm-up phase per path that the report leaves out.
+//
+// Settings from the environment (compose passes them from .env or your shell):
+//   SCENARIO  comma list of workloads (see WORKLOADS below)   ping
+//   PATHS     comma list of tcp,uds,tcp-ka,uds-ka             all four
+//   RATE      requests per second in every phase              500
+//   DURATION  seconds per measured phase                      20
+//   ROUNDS    measured phases per path and workload           3
+//   WARMUP    seconds of warm-up per path and workload        5
+//   ENDPOINT  app route for SCENARIO=custom (your own app)    /ping
+//   CPU_ITERATIONS, SLEEP_MS  parameters of the cpu and sleep workloads
+//   TESTID    the run's label in Prometheus and results/      set by `make load`
+//   BASE_URL  nginx as k6 reaches it                          http://nginx:8080
+// At the end it writes results/<TESTID>/k6.json: the plan (each phase's start
+// and length) and k6's own statistics per phase, which `make report` reads.
 import http from 'k6/http';
 import { check } from 'k6';
 
 const KNOWN_PATHS = ['tcp', 'uds', 'tcp-ka', 'uds-ka'];
-// A pause between paths so one path's tail (TIME_WAIT, GC) is not counted in the next.
+// Pause between phases: one phase's tail (closing connections, GC) stays out of the next.
 const GAP_SECONDS = 2;
 
-function positiveInt(name, fallback) {
-  const raw = __ENV[name] === undefined || __ENV[name] === '' ? String(fallback) : __ENV[name];
-  if (!/^[0-9]+$/.test(raw) || Number(raw) <= 0) {
-    throw new Error(`${name}="${raw}": must be a whole number > 0`);
+function setting(name, fallback) {
+  const v = __ENV[name];
+  return v === undefined || v === '' ? String(fallback) : v;
+}
+
+function wholeNumber(name, fallback, min) {
+  const raw = setting(name, fallback);
+  if (!/^[0-9]+$/.test(raw) || Number(raw) < min) {
+    throw new Error(`${name}="${raw}": must be a whole number >= ${min}`);
   }
   return Number(raw);
 }
 
-function pathList(raw) {
-  const paths = (raw || KNOWN_PATHS.join(',')).split(',').map((p) => p.trim()).filter(Boolean);
-  for (const p of paths) {
-    if (!KNOWN_PATHS.includes(p)) {
-      throw new Error(`PATHS: unknown path "${p}" (known: ${KNOWN_PATHS.join(', ')})`);
-    }
+function list(name, fallback, known) {
+  const items = setting(name, fallback).split(',').map((s) => s.trim()).filter(Boolean);
+  if (items.length === 0) throw new Error(`${name}: empty`);
+  for (const item of items) {
+    if (!known.includes(item)) throw new Error(`${name}: unknown "${item}" (known: ${known.join(', ')})`);
   }
-  if (paths.length === 0) throw new Error('PATHS: empty');
-  return paths;
+  return items;
 }
 
-const BASE_URL = (__ENV.BASE_URL || 'http://nginx:8080').replace(/\/$/, '');
-const PATHS = pathList(__ENV.PATHS);
-const RATE = positiveInt('RATE', 500);
-const DURATION = positiveInt('DURATION', 20);
-const ENDPOINT = __ENV.ENDPOINT || '/ping';
+const CPU_ITERATIONS = wholeNumber('CPU_ITERATIONS', 10000, 1);
+const SLEEP_MS = wholeNumber('SLEEP_MS', 10, 0);
+const ENDPOINT = setting('ENDPOINT', '/ping');
 if (!ENDPOINT.startsWith('/')) throw new Error(`ENDPOINT="${ENDPOINT}": must start with /`);
-const TESTID = __ENV.TESTID || `run-${Date.now()}`;
+
+// The seed workloads: one app route each.
+const WORKLOADS = {
+  ping: '/ping', // small JSON
+  'bytes-100': '/bytes/100',
+  'bytes-1k': '/bytes/1024',
+  'bytes-16k': '/bytes/16384',
+  'bytes-100k': '/bytes/102400',
+  'bytes-1m': '/bytes/1048576',
+  'download-file': '/download/file', // c.File: sendfile over TCP
+  'download-stream': '/download/stream', // io.CopyBuffer: userland copy
+  cpu: `/cpu/${CPU_ITERATIONS}`, // CPU-bound handler
+  sleep: `/sleep/${SLEEP_MS}`, // slow handler: waits, no CPU
+  custom: ENDPOINT, // your own route
+};
+
+const BASE_URL = setting('BASE_URL', 'http://nginx:8080').replace(/\/$/, '');
+const SETTINGS = {
+  workloads: list('SCENARIO', 'ping', Object.keys(WORKLOADS)),
+  paths: list('PATHS', KNOWN_PATHS.join(','), KNOWN_PATHS),
+  rate: wholeNumber('RATE', 500, 1),
+  duration: wholeNumber('DURATION', 20, 1),
+  rounds: wholeNumber('ROUNDS', 3, 1),
+  warmup: wholeNumber('WARMUP', 5, 0),
+  cpu_iterations: CPU_ITERATIONS,
+  sleep_ms: SLEEP_MS,
+  endpoint: ENDPOINT,
+};
+const TESTID = setting('TESTID', `run-${Date.now()}`);
+if (!/^[A-Za-z0-9_.-]+$/.test(TESTID)) throw new Error(`TESTID="${TESTID}": use letters, digits, . _ -`);
+
+// The plan: every phase in the order it runs, with its offset from the start.
+function plan(s) {
+  const phases = [];
+  let at = 0;
+  const add = (workload, path, round, seconds) => {
+    phases.push({
+      name: `${workload}__${path}__r${round}`,
+      workload,
+      path,
+      round,
+      phase: round === 0 ? 'warmup' : 'measure',
+      endpoint: WORKLOADS[workload],
+      start_offset_s: at,
+      duration_s: seconds,
+    });
+    at += seconds + GAP_SECONDS;
+  };
+  for (const w of s.workloads) {
+    if (s.warmup > 0) s.paths.forEach((p) => add(w, p, 0, s.warmup));
+    for (let r = 1; r <= s.rounds; r++) s.paths.forEach((p) => add(w, p, r, s.duration));
+  }
+  return phases;
+}
+const PHASES = plan(SETTINGS);
 
 const scenarios = {};
-const thresholds = {};
-PATHS.forEach((path, i) => {
-  scenarios[path] = {
+// k6 computes per-phase statistics only for metrics named in a threshold: the
+// "max>=0" ones always pass and exist to get them; the others fail a broken run.
+const thresholds = { http_req_failed: ['rate<0.01'] };
+for (const ph of PHASES) {
+  scenarios[ph.name] = {
     executor: 'constant-arrival-rate',
-    rate: RATE,
+    rate: SETTINGS.rate,
     timeUnit: '1s',
-    duration: `${DURATION}s`,
-    startTime: `${i * (DURATION + GAP_SECONDS)}s`,
-    // Enough VUs for RATE at ~10 ms each; more are added (up to maxVUs) if the
-    // server slows down, and k6 reports dropped_iterations if even that is short.
-    preAllocatedVUs: Math.max(10, Math.ceil(RATE / 100)),
-    maxVUs: Math.max(100, Math.ceil(RATE / 10)),
+    duration: `${ph.duration_s}s`,
+    startTime: `${ph.start_offset_s}s`,
+    // Enough VUs for RATE at ~10 ms each; more (up to maxVUs) if the server slows
+    // down; k6 counts dropped_iterations when even that is not enough.
+    preAllocatedVUs: Math.max(10, Math.ceil(SETTINGS.rate / 100)),
+    maxVUs: Math.max(100, Math.ceil(SETTINGS.rate / 10)),
     exec: 'hit',
-    env: { LAB_PATH: path },
-    tags: { path },
+    env: { LAB_URL: `${BASE_URL}/${ph.path}${ph.endpoint}`, LAB_NAME: `/${ph.path}${ph.endpoint}` },
+    tags: { path: ph.path, workload: ph.workload, round: String(ph.round), phase: ph.phase },
   };
-  // A broken path fails the run instead of producing pretty numbers.
-  thresholds[`http_req_failed{path:${path}}`] = ['rate<0.01'];
-  thresholds[`checks{path:${path}}`] = ['rate>0.99'];
-});
+  const sel = `{scenario:${ph.name}}`;
+  thresholds[`http_req_duration${sel}`] = ['max>=0'];
+  thresholds[`http_reqs${sel}`] = ['count>=0'];
+  thresholds[`http_req_failed${sel}`] = ['rate>=0'];
+  thresholds[`dropped_iterations${sel}`] = ['count>=0'];
+}
 
 export const options = {
   scenarios,
   thresholds,
   tags: { testid: TESTID },
-  // Keep k6's own work small: no per-request body kept beyond the check.
+  // k6's own work stays small: bodies are read and dropped.
   discardResponseBodies: true,
-  summaryTrendStats: ['avg', 'p(50)', 'p(95)', 'p(99)', 'max'],
+  summaryTrendStats: ['avg', 'min', 'med', 'p(90)', 'p(95)', 'p(99)', 'max'],
 };
 
+export function setup() {
+  // Scenario start times count from here.
+  return { start_ms: Date.now() };
+}
+
 export function hit() {
-  const path = __ENV.LAB_PATH;
-  // name: one time series per path and endpoint, not per URL.
-  const res = http.get(`${BASE_URL}/${path}${ENDPOINT}`, { tags: { name: `/${path}${ENDPOINT}` } });
+  // name: one series per path and route, never per URL.
+  const res = http.get(__ENV.LAB_URL, { tags: { name: __ENV.LAB_NAME } });
   check(res, { 'status is 200': (r) => r.status === 200 });
+}
+
+function fmtMs(v) {
+  return v === undefined ? '-' : `${v.toFixed(3)}ms`;
+}
+
+// A short table per phase on stdout, and everything in results/<TESTID>/k6.json.
+export function handleSummary(data) {
+  const perPhase = PHASES.map((ph) => {
+    const sel = `{scenario:${ph.name}}`;
+    const m = (name) => (data.metrics[`${name}${sel}`] || {}).values || {};
+    const d = m('http_req_duration');
+    return {
+      ...ph,
+      requests: m('http_reqs').count || 0,
+      failed_rate: m('http_req_failed').rate || 0,
+      dropped_iterations: m('dropped_iterations').count || 0,
+      duration_ms: { avg: d.avg, p50: d.med, p90: d['p(90)'], p95: d['p(95)'], p99: d['p(99)'], max: d.max },
+    };
+  });
+  const lines = [`uds-lab k6 run ${TESTID}: ${SETTINGS.rate} req/s, ${SETTINGS.duration}s x ${SETTINGS.rounds} rounds`, ''];
+  lines.push(['phase'.padEnd(28), 'requests', 'failed', 'dropped', 'p50'.padStart(10), 'p99'.padStart(10)].join(' '));
+  for (const p of perPhase) {
+    lines.push([
+      p.name.padEnd(28),
+      String(p.requests).padStart(8),
+      `${(p.failed_rate * 100).toFixed(2)}%`.padStart(6),
+      String(p.dropped_iterations).padStart(7),
+      fmtMs(p.duration_ms.p50).padStart(10),
+      fmtMs(p.duration_ms.p99).padStart(10),
+    ].join(' '));
+  }
+  const failedThresholds = Object.entries(data.metrics)
+    .filter(([, m]) => m.thresholds && Object.values(m.thresholds).some((t) => !t.ok))
+    .map(([name]) => name);
+  if (failedThresholds.length > 0) lines.push('', `thresholds failed: ${failedThresholds.join(', ')}`);
+  const out = {
+    testid: TESTID,
+    base_url: BASE_URL,
+    start_ms: data.setup_data ? data.setup_data.start_ms : null,
+    gap_s: GAP_SECONDS,
+    settings: SETTINGS,
+    phases: perPhase,
+    totals: {
+      requests: ((data.metrics.http_reqs || {}).values || {}).count || 0,
+      failed_rate: ((data.metrics.http_req_failed || {}).values || {}).rate || 0,
+    },
+    thresholds_failed: failedThresholds,
+  };
+  return {
+    stdout: `${lines.join('\n')}\n`,
+    [`/results/${TESTID}/k6.json`]: JSON.stringify(out, null, 2),
+  };
 }

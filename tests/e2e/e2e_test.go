@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -59,7 +60,8 @@ func TestLab(t *testing.T) {
 	loadStart := time.Now()
 	testid := "e2e-" + time.Now().UTC().Format("20060102-150405")
 	step(t, "make load", func() {
-		mk(t, "load", "TESTID="+testid, "RATE=50", "DURATION=5", "PATHS=tcp,uds,tcp-ka,uds-ka", "ENDPOINT=/ping")
+		mk(t, "load", "TESTID="+testid, "SCENARIO=ping", "PATHS=tcp,uds,tcp-ka,uds-ka",
+			"RATE=50", "DURATION=10", "ROUNDS=2", "WARMUP=1")
 	})
 
 	// k6 pushes its totals at the end; the app's counters arrive with the next scrape.
@@ -132,6 +134,10 @@ func TestLab(t *testing.T) {
 
 	t.Run("every dashboard panel returns data", func(t *testing.T) {
 		checkPanels(t, prom, testid, loadStart)
+	})
+
+	t.Run("make report writes the run's report", func(t *testing.T) {
+		checkReport(t, testid)
 	})
 
 	step(t, "docker kill app, leaving its socket behind", func() {
@@ -230,6 +236,69 @@ func sorted(set map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// checkReport runs `make report` for the run and checks what it wrote: every
+// measured phase of every path, its figures from Prometheus, ratios to tcp.
+func checkReport(t *testing.T, testid string) {
+	mk(t, "report", "RUN="+testid)
+	dir := lab.Path(t, "results", testid)
+	for _, f := range []string{"k6.json", "compose.json", "report.md", "report.json"} {
+		if _, err := os.Stat(dir + "/" + f); err != nil {
+			t.Errorf("results/%s/%s: %v", testid, f, err)
+		}
+	}
+	pngs, _ := filepath.Glob(dir + "/*.png")
+	if len(pngs) == 0 {
+		t.Errorf("results/%s: no charts", testid)
+	}
+	md, _ := os.ReadFile(dir + "/report.md")
+	t.Logf("report.md:\n%s", md)
+
+	b, err := os.ReadFile(dir + "/report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Phases []struct {
+			Name    string              `json:"name"`
+			Path    string              `json:"path"`
+			Figures map[string]*float64 `json:"figures"`
+		} `json:"phases"`
+		Workloads map[string]struct {
+			Paths map[string]struct {
+				RatioToTCP map[string]any `json:"ratio_to_tcp"`
+			} `json:"paths"`
+		} `json:"workloads"`
+		Warnings []struct {
+			Kind    string `json:"kind"`
+			Message string `json:"message"`
+		} `json:"warnings"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+	if len(r.Phases) != 2*len(paths) {
+		t.Errorf("report.json has %d measured phases, want %d (2 rounds x 4 paths, warm-up left out)", len(r.Phases), 2*len(paths))
+	}
+	// Figures from both sources: k6's own, and Prometheus over each phase's window.
+	for _, ph := range r.Phases {
+		for _, f := range []string{"requests", "client_p50_ms", "client_p99_ms", "app_requests", "app_p50_ms", "app_cpu_us_per_req", "nginx_requests", "ctx_switches_per_req"} {
+			if v := ph.Figures[f]; v == nil || *v <= 0 {
+				t.Errorf("%s: %s = %v, want a positive figure", ph.Name, f, v)
+			}
+		}
+	}
+	for _, p := range paths[1:] {
+		if ratio := r.Workloads["ping"].Paths[p.path].RatioToTCP; ratio["client_p50_ms"] == nil {
+			t.Errorf("no client p50 ratio to tcp for /%s/", p.path)
+		}
+	}
+	for _, w := range r.Warnings {
+		if w.Kind == "errors" || w.Kind == "saturated" {
+			t.Errorf("report warns %s: %s", w.Kind, w.Message)
+		}
+	}
 }
 
 type counters struct{ requests, accepted map[string]float64 }

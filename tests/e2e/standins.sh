@@ -17,14 +17,27 @@ log() { printf '[standins %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
 have() { docker image inspect "$1" >/dev/null 2>&1; }
 
+# recipe DOCKERFILE [BUILD-ARG...]: a hash of what an image is built from (its
+# Dockerfile, the files beside it in a folder of its own, its build args), kept
+# as a label so that an edited stand-in is rebuilt and an unchanged one is not.
+recipe() {
+  local file=$1; shift
+  { cat "$file"; [ "$(dirname "$file")" = $HERE ] || cat "$(dirname "$file")"/*; echo "$@"; } | sha256sum | cut -c1-16
+}
+current() { # current IMAGE RECIPE: the image exists and was built from RECIPE
+  [ "$(docker image inspect -f '{{index .Config.Labels "uds-lab.recipe"}}' "$1" 2>/dev/null)" = "$2" ]
+}
+
 # build IMAGE DOCKERFILE CONTEXT [BUILD-ARG...]
 build() {
   local image=$1 file=$2 ctx=$3; shift 3
-  have "$image" && return
+  local r
+  r=$(recipe "$file" "$@")
+  current "$image" "$r" && return
   log "building $image"
   local args=()
   for a in "$@"; do args+=(--build-arg "$a"); done
-  docker build -q -t "$image" -f "$file" "${args[@]}" "$ctx" >/dev/null
+  docker build -q -t "$image" --label "uds-lab.recipe=$r" -f "$file" "${args[@]}" "$ctx" >/dev/null
 }
 
 BASE=uds-lab-standin/debian:bookworm
@@ -54,12 +67,13 @@ build "$EXPORTER" $HERE/nginx-exporter.Dockerfile $HERE "TOOLS=$TOOLS"
 # binary NAME IMAGE-TAG DEPS-NAME [WORKDIR]: a Go tool built by scripts/test-deps.sh
 binary() {
   local name=$1 image=$2 dep=$3 workdir=${4:-/data}
-  have "$image" && { echo "$image"; return; }
+  local args=("TOOLS=$TOOLS" "NAME=$name" "WORKDIR=$workdir")
+  current "$image" "$(recipe $HERE/binary.Dockerfile "${args[@]}")" && { echo "$image"; return; }
   local bin ctx
   bin=$(scripts/test-deps.sh "$dep")
   ctx=$(mktemp -d)
   cp "$bin" "$ctx/$name"
-  build "$image" $HERE/binary.Dockerfile "$ctx" "TOOLS=$TOOLS" "NAME=$name" "WORKDIR=$workdir"
+  build "$image" $HERE/binary.Dockerfile "$ctx" "${args[@]}"
   rm -rf "$ctx"
   echo "$image"
 }

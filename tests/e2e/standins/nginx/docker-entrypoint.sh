@@ -3,7 +3,8 @@
 # 20-envsubst-on-templates.sh renders $NGINX_ENVSUBST_TEMPLATE_DIR/*.template into
 # $NGINX_ENVSUBST_OUTPUT_DIR with every defined environment variable.
 # Plus the one difference of Debian's build: the official nginx is compiled with
-# --user=nginx, Debian's runs workers as nobody, so "user nginx;" is added to -g.
+# --user=nginx, Debian's runs workers as nobody, so "user nginx;" is added to -g
+# when the master runs as root (as another user it has no say over workers).
 set -euo pipefail
 if [ "${1:-}" = nginx ]; then
   tdir=${NGINX_ENVSUBST_TEMPLATE_DIR:-/etc/nginx/templates}
@@ -16,6 +17,7 @@ if [ "${1:-}" = nginx ]; then
     echo "$0: rendering $t to $out"
     envsubst "$vars" <"$t" >"$out"
   done
+  if [ "$(id -u)" != 0 ]; then exec "$@"; fi
   args=("$@") found=0
   for i in "${!args[@]}"; do
     if [ "${args[$i]}" = -g ] && [ $((i + 1)) -lt ${#args[@]} ]; then

@@ -1,0 +1,728 @@
+#!/usr/bin/env python3
+"""uds-lab report: one run's figures per path, from k6's own statistics and
+from Prometheus, compared with tcp round by round.
+
+    python report/report.py --run <testid> --prometheus http://127.0.0.1:9090 --results results
+
+Reads results/<testid>/k6.json (k6/load.js, handleSummary) and compose.json
+(`docker compose config --format json`), queries Prometheus's HTTP API over
+each measured phase's window, and writes results/<testid>/report.md,
+report.json and <workload>-latency.png / <workload>-cost.png.
+
+The code is split in three: the Prometheus client and file writing (I/O),
+pure functions from phases to figures, aggregates, ratios and warnings, and
+rendering (Markdown, charts). Only the I/O part touches the network or disk.
+"""
+import argparse
+import json
+import math
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+
+# Path colours, the same as the Grafana dashboards.
+PATH_COLOURS = {"tcp": "orange", "uds": "green", "tcp-ka": "red", "uds-ka": "blue"}
+BASELINE = "tcp"
+# The app's requests that are load, not the lab's own scrapes and healthchecks.
+APP_LOAD = 'job="app",route!~"/metrics|/healthz|/readyz"'
+CADVISOR_NGINX = 'container_label_com_docker_compose_service="nginx"'
+CADVISOR_K6 = 'container_label_com_docker_compose_service="k6"'
+
+# Warning thresholds.
+MIN_RATE_SHARE = 0.95  # achieved requests/s below this share of RATE: k6 did not hold the rate
+MAX_K6_CPU_SHARE = 0.90  # k6 at or above this share of its CPU limit: k6 was busy
+MAX_RELATIVE_SPREAD = 0.20  # (max - min) / mean of the per-round ratios
+
+# Every figure of a phase: key -> (label, unit, decimals). Order = report.json order.
+METRICS = {
+    "requests": ("requests", "", 0),
+    "rps": ("requests/s", "req/s", 1),
+    "client_p50_ms": ("client p50", "ms", 3),
+    "client_p95_ms": ("client p95", "ms", 3),
+    "client_p99_ms": ("client p99", "ms", 3),
+    "failed_rate": ("k6 failed rate", "", 4),
+    "dropped_iterations": ("dropped iterations", "", 0),
+    "app_p50_ms": ("app p50", "ms", 3),
+    "app_p99_ms": ("app p99", "ms", 3),
+    "app_requests": ("app requests", "", 0),
+    "app_cpu_us_per_req": ("app CPU/req", "µs", 1),
+    "nginx_requests": ("nginx requests", "", 0),
+    "nginx_cpu_us_per_req": ("nginx CPU/req", "µs", 1),
+    "ctx_switches_per_req": ("ctx switches/req", "", 2),
+    "nginx_connect_ms": ("nginx upstream connect", "ms", 3),
+    "nginx_5xx": ("nginx 5xx", "", 0),
+    "k6_cpu_cores": ("k6 CPU", "cores", 2),
+}
+# The ratios to tcp that decide what the run says.
+HEADLINE = ["client_p50_ms", "client_p99_ms", "app_cpu_us_per_req", "nginx_cpu_us_per_req", "ctx_switches_per_req"]
+NO_CADVISOR = "n/a (cAdvisor not running)"
+
+
+class ReportError(Exception):
+    """A problem the user must fix (missing file, Prometheus down): exit 2."""
+
+
+# ---------------------------------------------------------------- Prometheus I/O
+
+
+def prometheus_client(base_url, timeout=15):
+    """A query function: PromQL expression -> the API's `data` ({resultType, result})."""
+    base = base_url.rstrip("/")
+
+    def query(expr):
+        url = f"{base}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as resp:
+                body = json.load(resp)
+        except urllib.error.HTTPError as e:
+            # Prometheus answers a bad query with 400/422 and a JSON error.
+            try:
+                detail = json.load(e).get("error", "")
+            except (ValueError, OSError):
+                detail = ""
+            raise ReportError(f"Prometheus at {base} rejected a query (HTTP {e.code}: {detail}): {expr}") from e
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            raise ReportError(f"Prometheus at {base} does not answer: {e}") from e
+        if body.get("status") != "success":
+            raise ReportError(f"Prometheus at {base} failed a query ({body.get('error', 'no error given')}): {expr}")
+        return body.get("data", {})
+
+    return query
+
+
+# ---------------------------------------------------------------- pure: values
+
+
+def number(v):
+    """A finite float, or None (for None, NaN, ±Inf, and what does not parse)."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def samples(data):
+    """The API's data as a list of (labels, value or None)."""
+    if not data:
+        return []
+    kind, result = data.get("resultType"), data.get("result")
+    if kind == "scalar" and result:
+        return [({}, number(result[1]))]
+    if kind == "vector":
+        return [(s.get("metric", {}), number(s.get("value", [None, None])[1])) for s in result or []]
+    return []
+
+
+def scalar(query, expr):
+    """The first sample's value; None when there is no series (never 0)."""
+    s = samples(query(expr))
+    return s[0][1] if s else None
+
+
+def labels(query, expr):
+    """The first sample's labels, or {}."""
+    s = samples(query(expr))
+    return s[0][0] if s else {}
+
+
+def div(a, b, scale=1.0):
+    if a is None or b is None or b == 0:
+        return None
+    return scale * a / b
+
+
+def mean(values):
+    vs = [v for v in values if v is not None]
+    return sum(vs) / len(vs) if vs else None
+
+
+# ---------------------------------------------------------------- pure: per phase
+
+
+def measured_phases(k6):
+    """The phases that count: round >= 1 (warm-up phases are left out)."""
+    return [p for p in k6.get("phases", []) if p.get("round", 0) >= 1 and p.get("phase", "measure") != "warmup"]
+
+
+def phase_window(k6, phase):
+    """(start, end) in epoch seconds, or None when k6 did not record its start time."""
+    start_ms = k6.get("start_ms")
+    if start_ms is None:
+        return None
+    start = start_ms / 1000.0 + phase["start_offset_s"]
+    return start, start + phase["duration_s"]
+
+
+def server_queries(path, duration_s, end_s):
+    """PromQL for one phase: instant queries at the window's end over its length."""
+    r = f"[{int(round(duration_s))}s] @ {end_s:.3f}"
+    inc = lambda metric, sel="": f"sum(increase({metric}{'{' + sel + '}' if sel else ''}{r}))"  # noqa: E731
+    # The app's native histogram (what Prometheus keeps of ours), or classic
+    # buckets (what a swapped-in app may expose).
+    q = lambda qq: (  # noqa: E731
+        f"histogram_quantile({qq}, sum(increase(app_http_request_duration_seconds{{{APP_LOAD}}}{r})))"
+        f" or histogram_quantile({qq}, sum by (le) (increase(app_http_request_duration_seconds_bucket{{{APP_LOAD}}}{r})))"
+    )
+    return {
+        "app_p50_s": q(0.5),
+        "app_p99_s": q(0.99),
+        "app_requests": inc("app_http_requests_total", APP_LOAD),
+        "app_cpu_s": inc("process_cpu_seconds_total", 'job="app"'),
+        "nginx_cpu_s": inc("container_cpu_usage_seconds_total", CADVISOR_NGINX),
+        "nginx_requests": inc("nginx_http_requests_total"),
+        "ctx_switches": inc("node_context_switches_total"),
+        "connect_sum_s": inc("nginx_location_upstream_connect_seconds_sum", f'path="{path}"'),
+        "connect_count": inc("nginx_location_upstream_connect_seconds_count", f'path="{path}"'),
+        "nginx_5xx": inc("nginx_location_requests_total", f'path="{path}",status=~"5.."'),
+        "k6_cpu_cores": f"sum(rate(container_cpu_usage_seconds_total{{{CADVISOR_K6}}}{r}))",
+    }
+
+
+def client_figures(phase):
+    """k6's own statistics for one phase (exact)."""
+    d = phase.get("duration_ms") or {}
+    requests = phase.get("requests") or 0
+    return {
+        "requests": requests,
+        "rps": div(requests, phase.get("duration_s")),
+        "client_p50_ms": number(d.get("p50")),
+        "client_p95_ms": number(d.get("p95")),
+        "client_p99_ms": number(d.get("p99")),
+        "failed_rate": number(phase.get("failed_rate")) or 0.0,
+        "dropped_iterations": phase.get("dropped_iterations") or 0,
+    }
+
+
+def server_figures(query, phase, window):
+    """Prometheus's figures for one phase; every one None when there is no window or series."""
+    if window is None:
+        raw = {}
+    else:
+        exprs = server_queries(phase["path"], phase["duration_s"], window[1])
+        raw = {k: scalar(query, e) for k, e in exprs.items()}
+    get = raw.get
+    return {
+        "app_p50_ms": div(get("app_p50_s"), 1, 1e3),
+        "app_p99_ms": div(get("app_p99_s"), 1, 1e3),
+        "app_requests": get("app_requests"),
+        "app_cpu_us_per_req": div(get("app_cpu_s"), get("app_requests"), 1e6),
+        "nginx_requests": get("nginx_requests"),
+        "nginx_cpu_us_per_req": div(get("nginx_cpu_s"), get("nginx_requests"), 1e6),
+        "ctx_switches_per_req": div(get("ctx_switches"), get("nginx_requests")),
+        "nginx_connect_ms": div(get("connect_sum_s"), get("connect_count"), 1e3),
+        # No 5xx series means none was logged; no window means unknown.
+        "nginx_5xx": (get("nginx_5xx") or 0.0) if window is not None else None,
+        "k6_cpu_cores": get("k6_cpu_cores"),
+    }
+
+
+def phase_figures(k6, query):
+    """Every measured phase with its window and figures, in run order."""
+    out = []
+    for p in measured_phases(k6):
+        window = phase_window(k6, p)
+        out.append({
+            "name": p["name"],
+            "workload": p["workload"],
+            "path": p["path"],
+            "round": p["round"],
+            "endpoint": p.get("endpoint"),
+            "window": None if window is None else {"start_s": round(window[0], 3), "end_s": round(window[1], 3)},
+            "figures": {**client_figures(p), **server_figures(query, p, window)},
+        })
+    return out
+
+
+# ---------------------------------------------------------------- pure: aggregates and ratios
+
+
+def ratio_stats(path_by_round, tcp_by_round):
+    """Per-round ratio path/tcp, then mean, min, max of those ratios (the spread)."""
+    per_round = {}
+    for r, v in sorted(path_by_round.items()):
+        t = tcp_by_round.get(r)
+        ratio = div(v, t)
+        if ratio is not None:
+            per_round[r] = ratio
+    if not per_round:
+        return None
+    vs = list(per_round.values())
+    return {
+        "mean": sum(vs) / len(vs),
+        "min": min(vs),
+        "max": max(vs),
+        "rounds": len(vs),
+        "per_round": {str(r): v for r, v in per_round.items()},
+    }
+
+
+def judge(ratio):
+    """What a ratio's spread allows one to say: clear | straddles | wide | single | none."""
+    if ratio is None:
+        return "none"
+    if ratio["rounds"] < 2:
+        return "single"
+    if ratio["min"] <= 1.0 <= ratio["max"]:
+        return "straddles"
+    if (ratio["max"] - ratio["min"]) / ratio["mean"] > MAX_RELATIVE_SPREAD:
+        return "wide"
+    return "clear"
+
+
+def verdict(path, ratio):
+    """A plain sentence for a ratio to tcp."""
+    status = judge(ratio)
+    if status == "none":
+        return "n/a"
+    rng = f"{ratio['min']:.2f}-{ratio['max']:.2f}"
+    if status == "single":
+        return f"{path} {ratio['mean']:.2f}x tcp (1 round: spread cannot be judged)"
+    if status == "straddles":
+        return f"no clear difference from tcp ({rng})"
+    if status == "wide":
+        return f"spread too wide ({rng})"
+    return f"{path} {ratio['mean']:.2f}x tcp ({rng})"
+
+
+def aggregate(phases, settings):
+    """Per workload and path: the rounds, the mean of each figure over rounds,
+    and each figure's ratio to tcp computed per round (None for tcp itself or
+    when tcp was not measured)."""
+    workloads = {}
+    order = settings.get("workloads") or sorted({p["workload"] for p in phases})
+    path_order = settings.get("paths") or sorted({p["path"] for p in phases})
+    for w in order:
+        mine = [p for p in phases if p["workload"] == w]
+        if not mine:
+            continue
+        by_path = {}
+        for path in path_order:
+            rounds = sorted((p for p in mine if p["path"] == path), key=lambda p: p["round"])
+            if rounds:
+                by_path[path] = rounds
+        tcp = by_path.get(BASELINE)
+        paths = {}
+        for path, rounds in by_path.items():
+            per_metric = {k: {p["round"]: p["figures"].get(k) for p in rounds} for k in METRICS}
+            entry = {
+                "phases": [p["name"] for p in rounds],
+                "rounds": [p["round"] for p in rounds],
+                "mean": {k: mean(v.values()) for k, v in per_metric.items()},
+                "min": {k: min((x for x in v.values() if x is not None), default=None) for k, v in per_metric.items()},
+                "max": {k: max((x for x in v.values() if x is not None), default=None) for k, v in per_metric.items()},
+                "ratio_to_tcp": None,
+                "verdict": None,
+            }
+            if tcp is not None and path != BASELINE:
+                tcp_metric = {k: {p["round"]: p["figures"].get(k) for p in tcp} for k in METRICS}
+                entry["ratio_to_tcp"] = {k: ratio_stats(per_metric[k], tcp_metric[k]) for k in METRICS}
+                entry["verdict"] = verdict(path, entry["ratio_to_tcp"]["client_p50_ms"])
+            paths[path] = entry
+        workloads[w] = {"tcp_measured": tcp is not None, "paths": paths}
+    return workloads
+
+
+# ---------------------------------------------------------------- pure: warnings
+
+
+def warning(kind, message, phases, workload=None, path=None):
+    return {"kind": kind, "workload": workload, "path": path, "phases": phases, "message": message}
+
+
+def saturation_reasons(fig, rate, k6_cpus):
+    reasons = []
+    if fig.get("dropped_iterations", 0) > 0:
+        reasons.append(f"{fig['dropped_iterations']:.0f} dropped iterations")
+    if rate and fig.get("rps") is not None and fig["rps"] < MIN_RATE_SHARE * rate:
+        reasons.append(f"{fig['rps']:.1f} req/s < {MIN_RATE_SHARE:.0%} of RATE {rate}")
+    cores = fig.get("k6_cpu_cores")
+    if k6_cpus and cores is not None and cores >= MAX_K6_CPU_SHARE * k6_cpus:
+        reasons.append(f"k6 used {cores:.2f} of its {k6_cpus:g} CPUs")
+    return reasons
+
+
+def error_reasons(fig):
+    reasons = []
+    if (fig.get("failed_rate") or 0) > 0:
+        reasons.append(f"k6 failed {fig['failed_rate']:.2%}")
+    if (fig.get("nginx_5xx") or 0) > 0:
+        reasons.append(f"nginx 5xx {fig['nginx_5xx']:.0f}")
+    return reasons
+
+
+def phase_warnings(phases, rate, k6_cpus):
+    """Saturation and errors, one warning per workload and path listing its phases."""
+    out = []
+    groups = {}
+    for p in phases:
+        groups.setdefault((p["workload"], p["path"]), []).append(p)
+    for (w, path), ps in groups.items():
+        for kind, reasons_of, message in (
+            ("saturated", lambda f: saturation_reasons(f, rate, k6_cpus), "k6 was the limit: figures describe k6, not the path"),
+            ("errors", error_reasons, "errors: this path's figures are not comparable"),
+        ):
+            hit = [(p["name"], reasons_of(p["figures"])) for p in ps]
+            hit = [(n, r) for n, r in hit if r]
+            if hit:
+                detail = "; ".join(f"{n}: {', '.join(r)}" for n, r in hit)
+                out.append(warning(kind, f"{message} ({detail})", [n for n, _ in hit], w, path))
+    return out
+
+
+def ratio_warnings(workloads, settings):
+    """tcp missing, a single round, and headline ratios whose spread says nothing."""
+    out = []
+    single = (settings.get("rounds") or 0) == 1
+    for w, wl in workloads.items():
+        all_phases = [n for e in wl["paths"].values() for n in e["phases"]]
+        if not wl["tcp_measured"]:
+            out.append(warning("tcp_missing", "tcp was not in PATHS: ratios to tcp cannot be computed", all_phases, w))
+            continue
+        if single:
+            out.append(warning("single_round", "1 round per path: the spread of the ratios cannot be judged", all_phases, w))
+            continue
+        tcp_phases = wl["paths"][BASELINE]["phases"]
+        for path, e in wl["paths"].items():
+            if e["ratio_to_tcp"] is None:
+                continue
+            bad = []
+            for k in HEADLINE:
+                r = e["ratio_to_tcp"][k]
+                status = judge(r)
+                label = METRICS[k][0]
+                if status == "straddles":
+                    bad.append(f"{label}: no clear difference from tcp ({r['min']:.2f}-{r['max']:.2f} includes 1.0)")
+                elif status == "wide":
+                    bad.append(f"{label}: spread too wide ({r['min']:.2f}-{r['max']:.2f}, mean {r['mean']:.2f})")
+                elif status == "single":
+                    bad.append(f"{label}: only 1 round usable, spread cannot be judged")
+            if bad:
+                out.append(warning("spread", "; ".join(bad), e["phases"] + tcp_phases, w, path))
+    return out
+
+
+# ---------------------------------------------------------------- pure: context
+
+
+def machine_info(query):
+    uname = labels(query, "node_uname_info")
+    build = labels(query, "prometheus_build_info")
+    cores = scalar(query, 'count(node_cpu_seconds_total{mode="idle"})')
+    mem = scalar(query, "max(node_memory_MemTotal_bytes)")
+    return {
+        "sysname": uname.get("sysname"),
+        "release": uname.get("release"),
+        "machine": uname.get("machine"),
+        "nodename": uname.get("nodename"),
+        "cores": None if cores is None else int(cores),
+        "memory_bytes": None if mem is None else int(mem),
+        "prometheus_version": build.get("version"),
+    }
+
+
+def env_value(environment, name):
+    """A variable from a compose service's environment (a map, or a list of NAME=value)."""
+    if isinstance(environment, dict):
+        return environment.get(name)
+    for item in environment or []:
+        if isinstance(item, str) and item.startswith(f"{name}="):
+            return item.split("=", 1)[1]
+    return None
+
+
+def compose_info(compose):
+    services = (compose or {}).get("services") or {}
+    limits = {}
+    for name in ("app", "nginx", "k6"):
+        s = services.get(name) or {}
+        limits[name] = {"cpus": s.get("cpus"), "cpuset": s.get("cpuset") or None, "mem_limit": s.get("mem_limit")}
+    limits["nginx"]["worker_processes"] = env_value((services.get("nginx") or {}).get("environment"), "NGINX_WORKER_PROCESSES")
+    return {"images": {n: s.get("image") for n, s in sorted(services.items())}, "limits": limits}
+
+
+def build_report(k6, compose, query, prometheus_url=None):
+    """Everything report.json holds, from the inputs and a query function."""
+    settings = k6.get("settings") or {}
+    machine = machine_info(query)  # first query: a Prometheus that does not answer stops here
+    comp = compose_info(compose)
+    phases = phase_figures(k6, query)
+    workloads = aggregate(phases, settings)
+    k6_cpus = number(comp["limits"]["k6"]["cpus"])
+    warnings = []
+    if k6.get("start_ms") is None:
+        warnings.append(warning("no_start_time", "k6.json has no start_ms: Prometheus figures cannot be placed in time", [p["name"] for p in phases]))
+    if k6.get("thresholds_failed"):
+        warnings.append(warning("k6_thresholds", f"k6 thresholds failed: {', '.join(k6['thresholds_failed'])}", []))
+    warnings += phase_warnings(phases, settings.get("rate"), k6_cpus)
+    warnings += ratio_warnings(workloads, settings)
+    templates = server_queries("<path>", 0, 0.0)
+    return {
+        "testid": k6.get("testid"),
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "prometheus": prometheus_url,
+        "start_ms": k6.get("start_ms"),
+        "gap_s": k6.get("gap_s"),
+        "settings": settings,
+        "machine": machine,
+        "compose": comp,
+        "totals": k6.get("totals"),
+        "thresholds_failed": k6.get("thresholds_failed") or [],
+        "phases": phases,
+        "workloads": workloads,
+        "headline": HEADLINE,
+        "warnings": warnings,
+        "charts": [],
+        "queries": {k: v.replace("[0s] @ 0.000", "[<duration>s] @ <window end>") for k, v in templates.items()},
+    }
+
+
+# ---------------------------------------------------------------- rendering: Markdown
+
+
+def fmt(v, decimals=2, suffix=""):
+    if v is None:
+        return "n/a"
+    return f"{v:,.{decimals}f}{suffix}"
+
+
+def fmt_bytes(v):
+    n = number(v)
+    if n is None:
+        return str(v) if v not in (None, "") else "n/a"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(v)
+
+
+def fmt_ratio(r):
+    if r is None:
+        return "n/a"
+    if r["rounds"] < 2:
+        return f"{r['mean']:.2f}x (1 round)"
+    return f"{r['mean']:.2f}x ({r['min']:.2f}-{r['max']:.2f})"
+
+
+def errors_cell(entry):
+    failed = entry["max"]["failed_rate"] or 0
+    five = entry["max"]["nginx_5xx"]
+    parts = []
+    if failed > 0:
+        parts.append(f"k6 failed up to {failed:.2%}")
+    if five:
+        parts.append(f"nginx 5xx up to {five:.0f}/round")
+    return ", ".join(parts) if parts else ("none" if five is not None else "none (k6); nginx n/a")
+
+
+def machine_block(rep):
+    m, c, s = rep["machine"], rep["compose"], rep["settings"]
+    lim = c["limits"]
+    lines = [
+        f"- Host: {m['sysname'] or 'n/a'} {m['release'] or ''} {m['machine'] or ''} (node {m['nodename'] or 'n/a'}), "
+        f"{m['cores'] if m['cores'] is not None else 'n/a'} cores, {fmt_bytes(m['memory_bytes'])} memory",
+        f"- Prometheus {m['prometheus_version'] or 'n/a'}" + (f" at {rep['prometheus']}" if rep.get("prometheus") else ""),
+    ]
+    for name in ("app", "nginx", "k6"):
+        l = lim[name]
+        extra = f", worker_processes {l['worker_processes']}" if name == "nginx" else ""
+        lines.append(
+            f"- {name}: cpus {l['cpus'] if l['cpus'] is not None else 'n/a'}, cpuset {l['cpuset'] or 'any'}, "
+            f"memory {fmt_bytes(l['mem_limit'])}{extra}"
+        )
+    images = ", ".join(f"{n} `{i}`" for n, i in c["images"].items() if i) or "n/a (no compose.json)"
+    lines.append(f"- Images: {images}")
+    keys = ("workloads", "paths", "rate", "duration", "rounds", "warmup", "endpoint", "cpu_iterations", "sleep_ms")
+    shown = ", ".join(f"{k}={','.join(map(str, s[k])) if isinstance(s.get(k), list) else s.get(k)}" for k in keys if k in s)
+    lines.append(f"- k6 settings: {shown}; gap between phases {rep.get('gap_s')} s")
+    return lines
+
+
+def workload_section(w, wl, charts):
+    lines = [f"## Workload `{w}`", ""]
+    lines += [
+        "Means over the measured rounds (warm-up left out).",
+        "",
+        "| path | req/s | client p50 | p95 | p99 (ms) | app p50 | p99 (ms) | nginx connect (ms) | app CPU µs/req | nginx CPU µs/req | ctx switches/req | errors |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for path, e in wl["paths"].items():
+        m = e["mean"]
+        nginx_cpu = NO_CADVISOR if m["nginx_cpu_us_per_req"] is None else fmt(m["nginx_cpu_us_per_req"], 1)
+        lines.append(
+            f"| {path} | {fmt(m['rps'], 1)} | {fmt(m['client_p50_ms'], 3)} | {fmt(m['client_p95_ms'], 3)} | "
+            f"{fmt(m['client_p99_ms'], 3)} | {fmt(m['app_p50_ms'], 3)} | {fmt(m['app_p99_ms'], 3)} | "
+            f"{fmt(m['nginx_connect_ms'], 3)} | {fmt(m['app_cpu_us_per_req'], 1)} | {nginx_cpu} | "
+            f"{fmt(m['ctx_switches_per_req'], 2)} | {errors_cell(e)} |"
+        )
+    lines.append("")
+    if not wl["tcp_measured"]:
+        lines += ["tcp was not measured in this run: no ratios to tcp.", ""]
+    else:
+        lines += [
+            "Ratio to tcp, computed per round (path's round r / tcp's round r), then the mean and (min-max) over rounds. "
+            "Below 1: less than tcp.",
+            "",
+            "| path | p50 ratio (min-max) | p99 ratio | app CPU ratio | nginx CPU ratio | ctx switches ratio | verdict (client p50) |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for path, e in wl["paths"].items():
+            r = e["ratio_to_tcp"]
+            if r is None:
+                continue
+            lines.append(
+                f"| {path} | {fmt_ratio(r['client_p50_ms'])} | {fmt_ratio(r['client_p99_ms'])} | "
+                f"{fmt_ratio(r['app_cpu_us_per_req'])} | {fmt_ratio(r['nginx_cpu_us_per_req'])} | "
+                f"{fmt_ratio(r['ctx_switches_per_req'])} | {e['verdict']} |"
+            )
+        lines.append("")
+    for c in charts:
+        if c["workload"] == w:
+            lines += [f"![{c['title']}]({c['file']})", ""]
+    return lines
+
+
+def render_markdown(rep):
+    lines = [f"# uds-lab report: run `{rep['testid']}`", ""]
+    lines += [
+        "These figures hold for this machine, these limits and these settings only. Client figures are k6's own "
+        "statistics per phase; server figures come from Prometheus over each phase's window (scraped every few "
+        "seconds, so they are estimates, `increase()` extrapolated to the window).",
+        "",
+        "## Machine, versions, settings",
+        "",
+    ]
+    lines += machine_block(rep) + [""]
+    for w, wl in rep["workloads"].items():
+        lines += workload_section(w, wl, rep["charts"])
+    lines += ["## Warnings", ""]
+    if rep["warnings"]:
+        for wn in rep["warnings"]:
+            where = " / ".join(x for x in (wn["workload"], wn["path"]) if x)
+            phases = f" Phases: {', '.join(wn['phases'])}." if wn["phases"] else ""
+            lines.append(f"- **{wn['kind']}**{' (' + where + ')' if where else ''}: {wn['message']}.{phases}")
+    else:
+        lines.append("- none")
+    lines += [
+        "",
+        "## How to read this",
+        "",
+        "- nginx logs its upstream times with 1 ms resolution: a sub-millisecond connect reads 0, so the connect "
+        "mean only moves when connecting takes milliseconds (under load or queueing). Client and app latencies have "
+        "sub-millisecond resolution.",
+        "- A ratio's (min-max) is its spread over the rounds. A spread that includes 1.0 means the rounds disagree "
+        "on which path is faster: no clear difference. A spread wider than 20% of the mean is too wide to quote.",
+        "- Context switches are the whole host's, per request nginx handled: other work on the host adds to them.",
+        "- nginx CPU per request needs cAdvisor; without it the column reads " + NO_CADVISOR + ".",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- rendering: charts (I/O)
+
+
+def chart_specs(w, wl):
+    """Which charts a workload gets: (file, title, [(metric, subplot title, unit)]), empty series left out."""
+    has = lambda k: any(e["mean"][k] is not None for e in wl["paths"].values())  # noqa: E731
+    specs = []
+    lat = [(k, t, "ms") for k, t in (("client_p50_ms", "client p50"), ("client_p99_ms", "client p99")) if has(k)]
+    if lat:
+        specs.append((f"{w}-latency.png", f"{w}: client latency per path (mean of rounds, bars: min-max)", lat))
+    cost = [(k, t, "µs/request") for k, t in (("app_cpu_us_per_req", "app CPU"), ("nginx_cpu_us_per_req", "nginx CPU")) if has(k)]
+    if cost:
+        specs.append((f"{w}-cost.png", f"{w}: CPU per request (mean of rounds, bars: min-max)", cost))
+    return specs
+
+
+def write_charts(rep, out_dir):
+    """PNG charts per workload; returns [{workload, file, title}]."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for w, wl in rep["workloads"].items():
+        paths = list(wl["paths"])
+        for fname, title, panels in chart_specs(w, wl):
+            fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels) + 1, 4.2), squeeze=False)
+            for ax, (key, sub, unit) in zip(axes[0], panels):
+                means = [wl["paths"][p]["mean"][key] for p in paths]
+                xs = list(range(len(paths)))
+                heights = [m if m is not None else 0 for m in means]
+                lo = [(m - wl["paths"][p]["min"][key]) if m is not None else 0 for p, m in zip(paths, means)]
+                hi = [(wl["paths"][p]["max"][key] - m) if m is not None else 0 for p, m in zip(paths, means)]
+                ax.bar(xs, heights, color=[PATH_COLOURS.get(p, "grey") for p in paths], yerr=[lo, hi], capsize=5)
+                for x, m in zip(xs, means):
+                    if m is None:
+                        ax.text(x, 0, "n/a", ha="center", va="bottom")
+                ax.set_xticks(xs, paths)
+                ax.set_title(sub)
+                ax.set_ylabel(unit)
+                ax.grid(axis="y", alpha=0.3)
+            fig.suptitle(title, fontsize=10)
+            fig.tight_layout()
+            fig.savefig(Path(out_dir) / fname, dpi=100)
+            plt.close(fig)
+            written.append({"workload": w, "file": fname, "title": title})
+    return written
+
+
+# ---------------------------------------------------------------- I/O: files and main
+
+
+def read_json(path, required=True):
+    p = Path(path)
+    if not p.is_file():
+        if required:
+            raise ReportError(f"{p} not found (run `make load` first, or pass --run <testid>)")
+        return None
+    try:
+        return json.loads(p.read_text())
+    except ValueError as e:
+        raise ReportError(f"{p} is not valid JSON: {e}") from e
+
+
+def run(run_id, prometheus_url, results_dir, query=None):
+    """Reads the inputs, builds the report, writes report.md, report.json and charts; returns the report."""
+    run_dir = Path(results_dir) / run_id
+    k6 = read_json(run_dir / "k6.json")
+    compose = read_json(run_dir / "compose.json", required=False)
+    query = query or prometheus_client(prometheus_url)
+    rep = build_report(k6, compose, query, prometheus_url)
+    if compose is None:
+        rep["warnings"].insert(0, warning("no_compose", f"{run_dir / 'compose.json'} not found: images and limits unknown", []))
+    rep["charts"] = write_charts(rep, run_dir)
+    (run_dir / "report.json").write_text(json.dumps(rep, indent=1, ensure_ascii=False) + "\n")
+    (run_dir / "report.md").write_text(render_markdown(rep))
+    return rep
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--run", required=True, help="the run's testid: results/<run>/k6.json")
+    ap.add_argument("--prometheus", default="http://127.0.0.1:9090", help="Prometheus base URL")
+    ap.add_argument("--results", default="results", help="folder holding <run>/")
+    args = ap.parse_args(argv)
+    if not args.run or "/" in args.run or args.run in (".", ".."):
+        print(f"report: --run {args.run!r}: give a testid (a folder name under {args.results})", file=sys.stderr)
+        return 2
+    try:
+        rep = run(args.run, args.prometheus, args.results)
+    except ReportError as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.results) / args.run
+    print(f"wrote {out / 'report.md'}, {out / 'report.json'} and {len(rep['charts'])} chart(s)")
+    for wn in rep["warnings"]:
+        print(f"warning: {wn['kind']}: {wn['message']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

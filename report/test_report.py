@@ -1,0 +1,498 @@
+"""Tests of report/report.py: the pure parts with synthetic k6.json data and a
+fake query function, the charts, and the script end to end against a fake
+Prometheus. No network beyond 127.0.0.1, no Docker."""
+import importlib.util
+import json
+import re
+import socket
+import subprocess
+import sys
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = HERE / "report.py"
+_spec = importlib.util.spec_from_file_location("uds_lab_report", SCRIPT)
+rpt = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(rpt)
+
+START_MS = 1_763_820_000_000
+GAP = 2
+
+
+# ---------------------------------------------------------------- synthetic inputs
+
+
+def make_k6(paths=("tcp", "uds", "tcp-ka", "uds-ka"), rounds=3, rate=100, duration=10, warmup=5,
+            workloads=("ping",), client=None, **phase_extra):
+    """A k6.json as k6/load.js writes it. client(path, round) -> dict overriding a phase's fields."""
+    client = client or (lambda path, r: {})
+    phases, at = [], 0
+    for w in workloads:
+        plan = [(p, 0, warmup) for p in paths] if warmup else []
+        plan += [(p, r, duration) for r in range(1, rounds + 1) for p in paths]
+        for path, r, secs in plan:
+            ph = {
+                "name": f"{w}__{path}__r{r}",
+                "workload": w,
+                "path": path,
+                "round": r,
+                "phase": "warmup" if r == 0 else "measure",
+                "endpoint": "/ping",
+                "start_offset_s": at,
+                "duration_s": secs,
+                "requests": rate * secs,
+                "failed_rate": 0,
+                "dropped_iterations": 0,
+                "duration_ms": {"avg": 1.0, "p50": 1.0, "p90": 1.5, "p95": 2.0, "p99": 3.0, "max": 9.0},
+            }
+            ph.update(phase_extra)
+            over = client(path, r)
+            if "duration_ms" in over:
+                ph["duration_ms"] = {**ph["duration_ms"], **over.pop("duration_ms")}
+            ph.update(over)
+            phases.append(ph)
+            at += secs + GAP
+    return {
+        "testid": "t1",
+        "base_url": "http://nginx:8080",
+        "start_ms": START_MS,
+        "gap_s": GAP,
+        "settings": {"workloads": list(workloads), "paths": list(paths), "rate": rate, "duration": duration,
+                     "rounds": rounds, "warmup": warmup, "cpu_iterations": 10000, "sleep_ms": 10, "endpoint": "/ping"},
+        "phases": phases,
+        "totals": {"requests": sum(p["requests"] for p in phases), "failed_rate": 0},
+        "thresholds_failed": [],
+    }
+
+
+COMPOSE = {
+    "services": {
+        "app": {"image": "uds-lab/app:local", "cpus": 1, "cpuset": "", "mem_limit": "268435456"},
+        "nginx": {"image": "nginx:1.30.4", "cpus": 1, "cpuset": "0", "mem_limit": "134217728",
+                  "environment": {"NGINX_WORKER_PROCESSES": "1"}},
+        "k6": {"image": "grafana/k6:1.8.1", "cpus": 2, "mem_limit": "536870912"},
+        "prometheus": {"image": "prom/prometheus:v3.5.1"},
+    }
+}
+
+
+def vector(value, labels=None):
+    if value is None:
+        return {"resultType": "vector", "result": []}
+    return {"resultType": "vector", "result": [{"metric": labels or {}, "value": [0, str(value)]}]}
+
+
+MACHINE = {
+    "node_uname_info": [({"sysname": "Linux", "release": "6.8.0", "machine": "x86_64", "nodename": "lab"}, 1)],
+    "prometheus_build_info": [({"version": "3.5.1"}, 1)],
+    "count(node_cpu_seconds_total": 8,
+    "node_memory_MemTotal_bytes": 16 * 2**30,
+}
+
+
+def fake_query(table):
+    """A query function from {substring or tuple of substrings: value}; the first
+    key whose substrings all occur in the expression wins. A value is a number,
+    None (no series), [(labels, value)], or a callable(expr) giving one of those."""
+    calls = []
+
+    def query(expr):
+        calls.append(expr)
+        for key, value in table.items():
+            keys = key if isinstance(key, tuple) else (key,)
+            if all(k in expr for k in keys):
+                if callable(value):
+                    value = value(expr)
+                if isinstance(value, list):
+                    return {"resultType": "vector",
+                            "result": [{"metric": l, "value": [0, str(v)]} for l, v in value]}
+                return vector(value)
+        return vector(None)
+
+    query.calls = calls
+    return query
+
+
+def window_ends(k6):
+    """phase name -> the `@` timestamp string its queries use."""
+    return {p["name"]: f"{rpt.phase_window(k6, p)[1]:.3f}" for p in rpt.measured_phases(k6)}
+
+
+def by_phase(k6, fn):
+    """A fake value that depends on the phase: fn(path, round) -> value, read from the query's `@ T`."""
+    ends = {v: k for k, v in window_ends(k6).items()}
+    phases = {p["name"]: p for p in k6["phases"]}
+
+    def value(expr):
+        m = re.search(r"@ ([0-9.]+)", expr)
+        ph = phases[ends[m.group(1)]]
+        return fn(ph["path"], ph["round"])
+
+    return value
+
+
+def server_table(k6, over=None, **kw):
+    """Plausible server-side figures for every phase; `over` and keywords replace entries."""
+    t = dict(MACHINE)
+    t.update({
+        "histogram_quantile(0.5,": 0.0004,
+        "histogram_quantile(0.99,": 0.002,
+        "app_http_requests_total": 1000,
+        "process_cpu_seconds_total": 0.05,  # 50 µs per request
+        ("container_cpu_usage_seconds_total", 'service="nginx"'): 0.08,  # 80 µs per request
+        ("container_cpu_usage_seconds_total", 'service="k6"'): 0.5,
+        "nginx_http_requests_total": 1000,
+        "node_context_switches_total": 4000,
+        "upstream_connect_seconds_sum": 0.001,
+        "upstream_connect_seconds_count": 1000,
+        "nginx_location_requests_total": None,
+    })
+    t.update(over or {})
+    t.update(kw)
+    return t
+
+
+def build(k6, table=None, compose=COMPOSE):
+    return rpt.build_report(k6, compose, fake_query(table if table is not None else server_table(k6)), "http://prom:9090")
+
+
+def kinds(rep):
+    return [w["kind"] for w in rep["warnings"]]
+
+
+# ---------------------------------------------------------------- figures per phase
+
+
+def test_warmup_phases_are_left_out():
+    k6 = make_k6(client=lambda p, r: {"duration_ms": {"p50": 500.0}, "dropped_iterations": 99} if r == 0 else {})
+    rep = build(k6)
+    assert all(p["round"] >= 1 for p in rep["phases"])
+    assert len(rep["phases"]) == 4 * 3
+    tcp = rep["workloads"]["ping"]["paths"]["tcp"]
+    assert tcp["rounds"] == [1, 2, 3]
+    assert tcp["mean"]["client_p50_ms"] == pytest.approx(1.0)
+    assert "saturated" not in kinds(rep)  # the warm-up's dropped iterations do not count
+
+
+def test_window_and_query_shape():
+    k6 = make_k6(paths=("tcp", "uds"), rounds=1, warmup=5, duration=20)
+    q = fake_query(server_table(k6))
+    rpt.build_report(k6, COMPOSE, q)
+    # Warm-up: 2 x (5 + 2) s; then tcp r1 from 14 s for 20 s.
+    ph = rpt.measured_phases(k6)[0]
+    assert rpt.phase_window(k6, ph) == (START_MS / 1000 + 14, START_MS / 1000 + 34)
+    end = f"{START_MS / 1000 + 34:.3f}"
+    expected = f'sum(increase(nginx_location_requests_total{{path="tcp",status=~"5.."}}[20s] @ {end}))'
+    assert expected in q.calls
+    sel = 'job="app",route!~"/metrics|/healthz|/readyz"}[20s] @ ' + end
+    assert any(c.startswith("histogram_quantile(0.99, sum(increase(app_http_request_duration_seconds{" + sel)
+               and "sum by (le) (increase(app_http_request_duration_seconds_bucket{" + sel in c for c in q.calls)
+
+
+def test_client_and_server_figures():
+    k6 = make_k6(paths=("tcp",), rounds=1, rate=100, duration=10)
+    f = build(k6)["phases"][0]["figures"]
+    assert f["requests"] == 1000
+    assert f["rps"] == pytest.approx(100)
+    assert f["client_p99_ms"] == pytest.approx(3.0)
+    assert f["app_p50_ms"] == pytest.approx(0.4)
+    assert f["app_p99_ms"] == pytest.approx(2.0)
+    assert f["app_cpu_us_per_req"] == pytest.approx(50)
+    assert f["nginx_cpu_us_per_req"] == pytest.approx(80)
+    assert f["ctx_switches_per_req"] == pytest.approx(4)
+    assert f["nginx_connect_ms"] == pytest.approx(0.001)
+    assert f["nginx_5xx"] == 0  # no series: none logged
+    assert f["k6_cpu_cores"] == pytest.approx(0.5)
+
+
+# ---------------------------------------------------------------- ratios
+
+
+def test_ratios_are_computed_per_round_then_averaged():
+    p50 = {("tcp", 1): 1.0, ("tcp", 2): 2.0, ("tcp", 3): 4.0, ("uds", 1): 0.5, ("uds", 2): 1.2, ("uds", 3): 2.8}
+    k6 = make_k6(paths=("tcp", "uds"), client=lambda p, r: {"duration_ms": {"p50": p50[(p, r)]}} if r else {})
+    r = build(k6)["workloads"]["ping"]["paths"]["uds"]["ratio_to_tcp"]["client_p50_ms"]
+    assert r["per_round"] == pytest.approx({"1": 0.5, "2": 0.6, "3": 0.7})
+    assert r["mean"] == pytest.approx(0.6)  # the ratio of the means would be 4.5 / 7 = 0.643
+    assert (r["min"], r["max"], r["rounds"]) == (pytest.approx(0.5), pytest.approx(0.7), 3)
+    assert rpt.judge(r) == "wide"  # (0.7 - 0.5) / 0.6 > 0.2
+
+
+def test_clear_ratio_and_verdict():
+    p50 = {"tcp": [1.0, 1.1, 0.9], "uds": [0.62, 0.66, 0.522]}
+    k6 = make_k6(paths=("tcp", "uds"), client=lambda p, r: {"duration_ms": {"p50": p50[p][r - 1]}} if r else {})
+    rep = build(k6)
+    e = rep["workloads"]["ping"]["paths"]["uds"]
+    assert rpt.judge(e["ratio_to_tcp"]["client_p50_ms"]) == "clear"
+    assert e["verdict"] == "uds 0.60x tcp (0.58-0.62)"
+    assert rep["workloads"]["ping"]["paths"]["tcp"]["ratio_to_tcp"] is None
+
+
+def test_server_side_ratio_per_round():
+    k6 = make_k6(paths=("tcp", "uds-ka"))
+    cpu = {("tcp", 1): 0.05, ("tcp", 2): 0.06, ("tcp", 3): 0.05, ("uds-ka", 1): 0.02, ("uds-ka", 2): 0.03, ("uds-ka", 3): 0.02}
+    rep = build(k6, server_table(k6, process_cpu_seconds_total=by_phase(k6, lambda p, r: cpu[(p, r)])))
+    r = rep["workloads"]["ping"]["paths"]["uds-ka"]["ratio_to_tcp"]["app_cpu_us_per_req"]
+    assert r["per_round"] == pytest.approx({"1": 0.4, "2": 0.5, "3": 0.4})
+    assert rep["workloads"]["ping"]["paths"]["tcp"]["mean"]["app_cpu_us_per_req"] == pytest.approx(160 / 3)
+
+
+def test_ratio_skips_rounds_without_a_value():
+    assert rpt.ratio_stats({1: 2.0, 2: None, 3: 3.0}, {1: 4.0, 2: 1.0, 3: 0.0}) == {
+        "mean": 0.5, "min": 0.5, "max": 0.5, "rounds": 1, "per_round": {"1": 0.5}}
+    assert rpt.ratio_stats({1: None}, {1: 1.0}) is None
+    assert rpt.verdict("uds", None) == "n/a"
+
+
+# ---------------------------------------------------------------- warnings
+
+
+def test_saturation_by_dropped_iterations_and_rate():
+    def client(p, r):
+        if p == "uds" and r == 2:
+            return {"dropped_iterations": 12}
+        if p == "tcp-ka" and r == 3:
+            return {"requests": 940}  # 94 req/s < 95% of 100
+        return {}
+
+    rep = build(make_k6(client=client))
+    sat = [w for w in rep["warnings"] if w["kind"] == "saturated"]
+    assert {(w["path"], tuple(w["phases"])) for w in sat} == {("uds", ("ping__uds__r2",)), ("tcp-ka", ("ping__tcp-ka__r3",))}
+    assert all("k6 was the limit: figures describe k6, not the path" in w["message"] for w in sat)
+
+
+def test_saturation_by_k6_cpu():
+    k6 = make_k6(paths=("tcp", "uds"))
+    # k6 has cpus 2 in COMPOSE: 1.8 cores is 90%.
+    table = server_table(k6, {("container_cpu_usage_seconds_total", 'service="k6"'): by_phase(k6, lambda p, r: 1.8 if p == "uds" else 1.0)})
+    rep = build(k6, table)
+    sat = [w for w in rep["warnings"] if w["kind"] == "saturated"]
+    assert [w["path"] for w in sat] == ["uds"]
+    assert sat[0]["phases"] == ["ping__uds__r1", "ping__uds__r2", "ping__uds__r3"]
+    # Without compose.json (no k6 limit) k6's CPU cannot be judged: no warning.
+    assert "saturated" not in kinds(build(k6, table, compose=None))
+
+
+def test_errors_from_k6_and_nginx():
+    k6 = make_k6(paths=("tcp", "uds"), client=lambda p, r: {"failed_rate": 0.01} if (p, r) == ("tcp", 1) else {})
+    table = server_table(k6, nginx_location_requests_total=by_phase(k6, lambda p, r: 7 if (p, r) == ("uds", 3) else None))
+    rep = build(k6, table)
+    errs = {w["path"]: w for w in rep["warnings"] if w["kind"] == "errors"}
+    assert errs["tcp"]["phases"] == ["ping__tcp__r1"] and "1.00%" in errs["tcp"]["message"]
+    assert errs["uds"]["phases"] == ["ping__uds__r3"] and "nginx 5xx 7" in errs["uds"]["message"]
+    md = rpt.render_markdown(rep)
+    assert "nginx 5xx up to 7/round" in md
+
+
+def test_spread_straddling_one():
+    p50 = {"tcp": [1.0, 1.0, 1.0], "uds": [0.9, 1.05, 0.95]}
+    k6 = make_k6(paths=("tcp", "uds"), client=lambda p, r: {"duration_ms": {"p50": p50[p][r - 1]}} if r else {})
+    rep = build(k6)
+    e = rep["workloads"]["ping"]["paths"]["uds"]
+    assert e["verdict"] == "no clear difference from tcp (0.90-1.05)"
+    spread = [w for w in rep["warnings"] if w["kind"] == "spread"]
+    assert len(spread) == 1 and spread[0]["path"] == "uds"
+    assert "client p50: no clear difference from tcp" in spread[0]["message"]
+    # Identical every round: a ratio of exactly 1.0 is no difference either.
+    assert "client p99: no clear difference from tcp (1.00-1.00 includes 1.0)" in spread[0]["message"]
+
+
+def test_single_round():
+    rep = build(make_k6(paths=("tcp", "uds"), rounds=1, client=lambda p, r: {"duration_ms": {"p50": 0.5}} if p == "uds" else {}))
+    assert "single_round" in kinds(rep)
+    assert "spread" not in kinds(rep)
+    assert rep["workloads"]["ping"]["paths"]["uds"]["verdict"] == "uds 0.50x tcp (1 round: spread cannot be judged)"
+    assert "0.50x (1 round)" in rpt.render_markdown(rep)
+
+
+def test_tcp_missing():
+    rep = build(make_k6(paths=("uds", "uds-ka")))
+    assert kinds(rep).count("tcp_missing") == 1
+    wl = rep["workloads"]["ping"]
+    assert wl["tcp_measured"] is False
+    assert all(e["ratio_to_tcp"] is None for e in wl["paths"].values())
+    md = rpt.render_markdown(rep)
+    assert "tcp was not measured in this run" in md
+    assert "| uds | 100.0 |" in md
+
+
+# ---------------------------------------------------------------- null handling
+
+
+def test_missing_series_are_null_not_zero():
+    k6 = make_k6(paths=("tcp", "uds"))
+    rep = build(k6, dict(MACHINE))  # no server series at all
+    f = rep["phases"][0]["figures"]
+    for k in ("app_p50_ms", "app_cpu_us_per_req", "nginx_cpu_us_per_req", "ctx_switches_per_req", "nginx_connect_ms", "k6_cpu_cores"):
+        assert f[k] is None, k
+    assert f["nginx_5xx"] == 0
+    r = rep["workloads"]["ping"]["paths"]["uds"]["ratio_to_tcp"]
+    assert r["app_cpu_us_per_req"] is None and r["client_p50_ms"] is not None
+    md = rpt.render_markdown(rep)
+    assert rpt.NO_CADVISOR in md
+    assert "| n/a |" in md
+
+
+def test_nan_and_zero_denominators():
+    k6 = make_k6(paths=("tcp",), rounds=1)
+    table = server_table(k6, {"histogram_quantile(0.5,": "NaN", "upstream_connect_seconds_count": 0, "app_http_requests_total": 0})
+    f = build(k6, table)["phases"][0]["figures"]
+    assert f["app_p50_ms"] is None and f["nginx_connect_ms"] is None and f["app_cpu_us_per_req"] is None
+
+
+def test_no_start_time_and_no_machine_info():
+    k6 = make_k6(paths=("tcp", "uds"))
+    k6["start_ms"] = None
+    rep = build(k6, {})
+    assert "no_start_time" in kinds(rep)
+    assert rep["phases"][0]["figures"]["app_p50_ms"] is None
+    assert rep["phases"][0]["figures"]["nginx_5xx"] is None
+    assert rep["machine"]["cores"] is None
+    rpt.render_markdown(rep)  # renders without crashing
+
+
+def test_compose_info_accepts_list_environment():
+    comp = {"services": {"nginx": {"image": "nginx:x", "environment": ["A=1", "NGINX_WORKER_PROCESSES=2"]}}}
+    info = rpt.compose_info(comp)
+    assert info["limits"]["nginx"]["worker_processes"] == "2"
+    assert info["limits"]["app"] == {"cpus": None, "cpuset": None, "mem_limit": None}
+    assert rpt.compose_info(None)["images"] == {}
+
+
+# ---------------------------------------------------------------- report.md and report.json
+
+
+def test_markdown_has_machine_block_and_tables():
+    rep = build(make_k6(workloads=("ping", "bytes-1k")))
+    md = rpt.render_markdown(rep)
+    assert md.startswith("# uds-lab report: run `t1`")
+    assert "Linux 6.8.0 x86_64 (node lab), 8 cores, 16.0 GiB memory" in md
+    assert "Prometheus 3.5.1" in md
+    assert "nginx: cpus 1, cpuset 0, memory 128.0 MiB, worker_processes 1" in md
+    assert "`grafana/k6:1.8.1`" in md
+    assert "rate=100" in md and "paths=tcp,uds,tcp-ka,uds-ka" in md
+    assert "## Workload `ping`" in md and "## Workload `bytes-1k`" in md
+    assert "| path | req/s | client p50 | p95 | p99 (ms) | app p50 | p99 (ms) | nginx connect (ms) | app CPU µs/req | nginx CPU µs/req | ctx switches/req | errors |" in md
+    assert "| tcp | 100.0 | 1.000 | 2.000 | 3.000 | 0.400 | 2.000 | 0.001 | 50.0 | 80.0 | 4.00 | none |" in md
+    assert "| path | p50 ratio (min-max) | p99 ratio | app CPU ratio | nginx CPU ratio |" in md
+    assert "| uds | 1.00x (1.00-1.00) |" in md
+    assert "1 ms resolution" in md
+    assert "this machine" in md
+    assert "## Warnings" in md
+    json.dumps(rep)  # report.json is plain JSON
+
+
+# ---------------------------------------------------------------- charts
+
+
+def test_charts_are_pngs(tmp_path):
+    k6 = make_k6(workloads=("ping", "cpu"))
+    rep = build(k6)
+    charts = rpt.write_charts(rep, tmp_path)
+    assert {c["file"] for c in charts} == {"ping-latency.png", "ping-cost.png", "cpu-latency.png", "cpu-cost.png"}
+    for c in charts:
+        assert (tmp_path / c["file"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_charts_skip_empty_series(tmp_path):
+    k6 = make_k6(paths=("tcp", "uds"))
+    rep = build(k6, dict(MACHINE))  # no app or nginx CPU series
+    charts = rpt.write_charts(rep, tmp_path)
+    assert [c["file"] for c in charts] == ["ping-latency.png"]
+    specs = rpt.chart_specs("ping", build(k6, server_table(k6, {("container_cpu_usage_seconds_total", 'service="nginx"'): None}))["workloads"]["ping"])
+    assert [k for k, _, _ in specs[1][2]] == ["app_cpu_us_per_req"]
+
+
+# ---------------------------------------------------------------- end to end
+
+
+class FakePrometheus(BaseHTTPRequestHandler):
+    """Answers /api/v1/query from a table like fake_query's."""
+
+    table = {}
+
+    def do_GET(self):
+        u = urllib.parse.urlparse(self.path)
+        if u.path != "/api/v1/query":
+            self.send_error(404)
+            return
+        expr = urllib.parse.parse_qs(u.query)["query"][0]
+        body = json.dumps({"status": "success", "data": fake_query(self.table)(expr)}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def prometheus():
+    k6 = make_k6()
+    FakePrometheus.table = server_table(k6)
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), FakePrometheus)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield k6, f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+def run_script(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=120)
+
+
+def test_end_to_end(tmp_path, prometheus):
+    k6, url = prometheus
+    run_dir = tmp_path / "t1"
+    run_dir.mkdir()
+    (run_dir / "k6.json").write_text(json.dumps(k6))
+    (run_dir / "compose.json").write_text(json.dumps(COMPOSE))
+    res = run_script("--run", "t1", "--prometheus", url, "--results", str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    md = (run_dir / "report.md").read_text()
+    rep = json.loads((run_dir / "report.json").read_text())
+    assert "| tcp-ka | 100.0 |" in md and "![" in md
+    assert rep["testid"] == "t1" and rep["machine"]["prometheus_version"] == "3.5.1"
+    assert set(rep["workloads"]["ping"]["paths"]) == {"tcp", "uds", "tcp-ka", "uds-ka"}
+    for c in rep["charts"]:
+        assert (run_dir / c["file"]).read_bytes()[:4] == b"\x89PNG"
+    assert len(rep["charts"]) == 2
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_prometheus_down_exits_2(tmp_path):
+    (tmp_path / "t1").mkdir()
+    (tmp_path / "t1" / "k6.json").write_text(json.dumps(make_k6()))
+    url = f"http://127.0.0.1:{free_port()}"
+    res = run_script("--run", "t1", "--prometheus", url, "--results", str(tmp_path))
+    assert res.returncode == 2
+    assert url in res.stderr and "does not answer" in res.stderr
+    assert not (tmp_path / "t1" / "report.md").exists()
+
+
+def test_missing_k6_json_exits_2(tmp_path):
+    res = run_script("--run", "nope", "--prometheus", "http://127.0.0.1:1", "--results", str(tmp_path))
+    assert res.returncode == 2
+    assert str(tmp_path / "nope" / "k6.json") in res.stderr
+
+
+def test_prometheus_client(prometheus):
+    _, url = prometheus
+    query = rpt.prometheus_client(url)
+    assert rpt.scalar(query, "count(node_cpu_seconds_total{mode=\"idle\"})") == 8
+    assert rpt.scalar(query, "no_such_metric") is None  # empty vector: null
+    with pytest.raises(rpt.ReportError, match="HTTP 404"):
+        rpt.prometheus_client(url + "/wrong")("up")
