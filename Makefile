@@ -36,16 +36,30 @@ up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset
 	@echo "  Prometheus   http://127.0.0.1:$(call env,PROMETHEUS_PORT)/"
 	@echo "Next: make load"
 
-.PHONY: load
-load: ## Drive each path in turn through nginx with k6 (SCENARIO, RATE, DURATION, ROUNDS, PATHS)
+# The settings a run ran with (images, limits, CPU sets), for the report; no secrets.
+define snapshot
 	@mkdir -p results/$(TESTID)
-	@# The settings this run ran with (images, limits, cpusets), for the report; no secrets.
 	@$(COMPOSE) --profile load config --format json \
 		| python3 -c 'import json,sys; c=json.load(sys.stdin); c["services"].pop("grafana", None); json.dump(c, sys.stdout, indent=1)' \
 		> results/$(TESTID)/compose.json
-	@echo "k6 run testid=$(TESTID)"
-	TESTID=$(TESTID) $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6
 	@echo $(TESTID) > results/last
+endef
+
+.PHONY: load
+load: ## Drive each path in turn through nginx at a fixed rate with k6 (SCENARIO, RATE, DURATION, ROUNDS, PATHS)
+	$(snapshot)
+	@echo "k6 run testid=$(TESTID)"
+	TESTID=$(TESTID) MODE=rate $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6
+
+.PHONY: max
+max: ## Find each path's throughput limit (GENERATOR=k6 or wrk, CONNECTIONS, DURATION, ROUNDS, PATHS)
+	$(snapshot)
+	@echo "$(call env,GENERATOR) run testid=$(TESTID), max throughput"
+	@if [ "$(call env,GENERATOR)" = wrk ]; then \
+		$(COMPOSE) --profile load build wrk >/dev/null && TESTID=$(TESTID) COMPOSE="$(COMPOSE)" python3 scripts/max.py; \
+	elif [ "$(call env,GENERATOR)" = k6 ]; then \
+		TESTID=$(TESTID) MODE=max $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6; \
+	else echo "GENERATOR=$(call env,GENERATOR): must be k6 or wrk" >&2; exit 2; fi
 
 .PHONY: report
 report: $(VENV)/.installed ## Write results/<run>/report.md, report.json and charts for the last run (RUN=<testid> for another)
@@ -59,7 +73,7 @@ down: ## Stop the lab; Prometheus and Grafana data are kept
 .PHONY: clean
 clean: ## Stop the lab and delete its volumes (Prometheus data too) and the locally built images
 	$(COMPOSE) --profile load down --remove-orphans --volumes
-	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local >/dev/null 2>&1 || true
+	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local uds-lab/wrk:local >/dev/null 2>&1 || true
 
 .PHONY: ps
 ps: ## Show the lab's containers and their health
@@ -87,7 +101,7 @@ check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, d
 test: check $(VENV)/.installed ## All tests: static checks, unit tests (services, report), nginx + app integration
 	cd services/app && go test -count=1 -race ./...
 	cd services/nginx-log-exporter && go test -count=1 -race ./...
-	$(VENV)/bin/python -m pytest -q report
+	$(VENV)/bin/python -m pytest -q report scripts
 	cd tests && go test -count=1 ./integration/...
 
 .PHONY: e2e

@@ -4,17 +4,19 @@
 // with a warm-up phase per path that the report leaves out.
 //
 // Settings from the environment (compose passes them from .env or your shell):
-//   SCENARIO  comma list of workloads (see WORKLOADS below)   ping
+//   MODE      rate (fixed rate) or max (find each path's limit) rate
+//   SCENARIO  comma list of workloads (k6/workloads.json)      ping
 //   PATHS     comma list of tcp,uds,tcp-ka,uds-ka             all four
 //   RATE      requests per second in every phase              500
 //   DURATION  seconds per measured phase                      20
 //   ROUNDS    measured phases per path and workload           3
 //   WARMUP    seconds of warm-up per path and workload        5
+//   CONNECTIONS  virtual users in MODE=max                    64
 //   ENDPOINT  app route for SCENARIO=custom (your own app)    /ping
 //   CPU_ITERATIONS, SLEEP_MS  parameters of the cpu and sleep workloads
 //   TESTID    the run's label in Prometheus and results/      set by `make load`
 //   BASE_URL  nginx as k6 reaches it                          http://nginx:8080
-// At the end it writes results/<TESTID>/k6.json: the plan (each phase's start
+// At the end it writes results/<TESTID>/load.json: the plan (each phase's start
 // and length) and k6's own statistics per phase, which `make report` reads.
 import http from 'k6/http';
 import { check } from 'k6';
@@ -50,26 +52,30 @@ const SLEEP_MS = wholeNumber('SLEEP_MS', 10, 0);
 const ENDPOINT = setting('ENDPOINT', '/ping');
 if (!ENDPOINT.startsWith('/')) throw new Error(`ENDPOINT="${ENDPOINT}": must start with /`);
 
-// The seed workloads: one app route each.
-const WORKLOADS = {
-  ping: '/ping', // small JSON
-  'bytes-100': '/bytes/100',
-  'bytes-1k': '/bytes/1024',
-  'bytes-16k': '/bytes/16384',
-  'bytes-100k': '/bytes/102400',
-  'bytes-1m': '/bytes/1048576',
-  'download-file': '/download/file', // c.File: sendfile over TCP
-  'download-stream': '/download/stream', // io.CopyBuffer: userland copy
-  cpu: `/cpu/${CPU_ITERATIONS}`, // CPU-bound handler
-  sleep: `/sleep/${SLEEP_MS}`, // slow handler: waits, no CPU
-  custom: ENDPOINT, // your own route
-};
+// The seed workloads, one app route each, shared with `make max GENERATOR=wrk`:
+// ping (small JSON), payload sizes, download-file (c.File: sendfile over TCP),
+// download-stream (io.CopyBuffer: userland copy), cpu (CPU-bound), sleep (slow),
+// custom (ENDPOINT: your own route).
+const PARAMS = { CPU_ITERATIONS, SLEEP_MS, ENDPOINT };
+const WORKLOADS = Object.fromEntries(
+  Object.entries(JSON.parse(open('./workloads.json'))).map(([name, route]) => [
+    name,
+    route.replace(/\{([A-Z_]+)\}/g, (_, p) => String(PARAMS[p])),
+  ]),
+);
 
+// rate: fixed arrival rate (RATE), to compare latency and cost at equal load.
+// max: CONNECTIONS virtual users sending back to back, to find each path's limit.
+const MODE = setting('MODE', 'rate');
+if (!['rate', 'max'].includes(MODE)) throw new Error(`MODE="${MODE}": must be rate or max`);
 const BASE_URL = setting('BASE_URL', 'http://nginx:8080').replace(/\/$/, '');
 const SETTINGS = {
   workloads: list('SCENARIO', 'ping', Object.keys(WORKLOADS)),
   paths: list('PATHS', KNOWN_PATHS.join(','), KNOWN_PATHS),
+  mode: MODE,
+  generator: 'k6',
   rate: wholeNumber('RATE', 500, 1),
+  connections: wholeNumber('CONNECTIONS', 64, 1),
   duration: wholeNumber('DURATION', 20, 1),
   rounds: wholeNumber('ROUNDS', 3, 1),
   warmup: wholeNumber('WARMUP', 5, 0),
@@ -110,20 +116,25 @@ const scenarios = {};
 // "max>=0" ones always pass and exist to get them; the others fail a broken run.
 const thresholds = { http_req_failed: ['rate<0.01'] };
 for (const ph of PHASES) {
-  scenarios[ph.name] = {
-    executor: 'constant-arrival-rate',
-    rate: SETTINGS.rate,
-    timeUnit: '1s',
-    duration: `${ph.duration_s}s`,
+  const common = {
     startTime: `${ph.start_offset_s}s`,
-    // Enough VUs for RATE at ~10 ms each; more (up to maxVUs) if the server slows
-    // down; k6 counts dropped_iterations when even that is not enough.
-    preAllocatedVUs: Math.max(10, Math.ceil(SETTINGS.rate / 100)),
-    maxVUs: Math.max(100, Math.ceil(SETTINGS.rate / 10)),
     exec: 'hit',
     env: { LAB_URL: `${BASE_URL}/${ph.path}${ph.endpoint}`, LAB_NAME: `/${ph.path}${ph.endpoint}` },
     tags: { path: ph.path, workload: ph.workload, round: String(ph.round), phase: ph.phase },
   };
+  scenarios[ph.name] = MODE === 'max'
+    ? { ...common, executor: 'constant-vus', vus: SETTINGS.connections, duration: `${ph.duration_s}s` }
+    : {
+      ...common,
+      executor: 'constant-arrival-rate',
+      rate: SETTINGS.rate,
+      timeUnit: '1s',
+      duration: `${ph.duration_s}s`,
+      // Enough VUs for RATE at ~10 ms each; more (up to maxVUs) if the server slows
+      // down; k6 counts dropped_iterations when even that is not enough.
+      preAllocatedVUs: Math.max(10, Math.ceil(SETTINGS.rate / 100)),
+      maxVUs: Math.max(100, Math.ceil(SETTINGS.rate / 10)),
+    };
   const sel = `{scenario:${ph.name}}`;
   thresholds[`http_req_duration${sel}`] = ['max>=0'];
   thresholds[`http_reqs${sel}`] = ['count>=0'];
@@ -135,8 +146,10 @@ export const options = {
   scenarios,
   thresholds,
   tags: { testid: TESTID },
-  // k6's own work stays small: bodies are read and dropped.
+  // k6's own work stays small: bodies are read and dropped, and only the tags
+  // the lab uses are kept (fewer series to hold and push; url adds nothing to name).
   discardResponseBodies: true,
+  systemTags: ['scenario', 'name', 'method', 'status', 'expected_response', 'check', 'error_code'],
   summaryTrendStats: ['avg', 'min', 'med', 'p(90)', 'p(95)', 'p(99)', 'max'],
 };
 
@@ -155,7 +168,7 @@ function fmtMs(v) {
   return v === undefined ? '-' : `${v.toFixed(3)}ms`;
 }
 
-// A short table per phase on stdout, and everything in results/<TESTID>/k6.json.
+// A short table per phase on stdout, and everything in results/<TESTID>/load.json.
 export function handleSummary(data) {
   const perPhase = PHASES.map((ph) => {
     const sel = `{scenario:${ph.name}}`;
@@ -169,12 +182,14 @@ export function handleSummary(data) {
       duration_ms: { avg: d.avg, p50: d.med, p90: d['p(90)'], p95: d['p(95)'], p99: d['p(99)'], max: d.max },
     };
   });
-  const lines = [`uds-lab k6 run ${TESTID}: ${SETTINGS.rate} req/s, ${SETTINGS.duration}s x ${SETTINGS.rounds} rounds`, ''];
-  lines.push(['phase'.padEnd(28), 'requests', 'failed', 'dropped', 'p50'.padStart(10), 'p99'.padStart(10)].join(' '));
+  const load = MODE === 'max' ? `max throughput, ${SETTINGS.connections} VUs` : `${SETTINGS.rate} req/s`;
+  const lines = [`uds-lab k6 run ${TESTID}: ${load}, ${SETTINGS.duration}s x ${SETTINGS.rounds} rounds`, ''];
+  lines.push(['phase'.padEnd(28), 'requests', 'req/s'.padStart(8), 'failed', 'dropped', 'p50'.padStart(10), 'p99'.padStart(10)].join(' '));
   for (const p of perPhase) {
     lines.push([
       p.name.padEnd(28),
       String(p.requests).padStart(8),
+      (p.requests / p.duration_s).toFixed(0).padStart(8),
       `${(p.failed_rate * 100).toFixed(2)}%`.padStart(6),
       String(p.dropped_iterations).padStart(7),
       fmtMs(p.duration_ms.p50).padStart(10),
@@ -200,6 +215,6 @@ export function handleSummary(data) {
   };
   return {
     stdout: `${lines.join('\n')}\n`,
-    [`/results/${TESTID}/k6.json`]: JSON.stringify(out, null, 2),
+    [`/results/${TESTID}/load.json`]: JSON.stringify(out, null, 2),
   };
 }

@@ -4,7 +4,7 @@ from Prometheus, compared with tcp round by round.
 
     python report/report.py --run <testid> --prometheus http://127.0.0.1:9090 --results results
 
-Reads results/<testid>/k6.json (k6/load.js, handleSummary) and compose.json
+Reads results/<testid>/load.json (k6/load.js, handleSummary) and compose.json
 (`docker compose config --format json`), queries Prometheus's HTTP API over
 each measured phase's window, and writes results/<testid>/report.md,
 report.json and <workload>-latency.png / <workload>-cost.png.
@@ -29,12 +29,15 @@ BASELINE = "tcp"
 # The app's requests that are load, not the lab's own scrapes and healthchecks.
 APP_LOAD = 'job="app",route!~"/metrics|/healthz|/readyz"'
 CADVISOR_NGINX = 'container_label_com_docker_compose_service="nginx"'
-CADVISOR_K6 = 'container_label_com_docker_compose_service="k6"'
+# The load generator's container (k6, or wrk for `make max GENERATOR=wrk`).
+CADVISOR_GENERATOR = 'container_label_com_docker_compose_service="{generator}"'
 
 # Warning thresholds.
 MIN_RATE_SHARE = 0.95  # achieved requests/s below this share of RATE: k6 did not hold the rate
 MAX_K6_CPU_SHARE = 0.90  # k6 at or above this share of its CPU limit: k6 was busy
 MAX_RELATIVE_SPREAD = 0.20  # (max - min) / mean of the per-round ratios
+MIN_PHASE_S = 10  # two scrape intervals (prometheus.yml: 5 s): shorter phases get no server-side figures
+SAME_CEILING = 1.05  # max mode: every path within 5% of the others: one ceiling, likely the generator's
 
 # Every figure of a phase: key -> (label, unit, decimals). Order = report.json order.
 METRICS = {
@@ -56,8 +59,21 @@ METRICS = {
     "nginx_5xx": ("nginx 5xx", "", 0),
     "k6_cpu_cores": ("k6 CPU", "cores", 2),
 }
-# The ratios to tcp that decide what the run says.
+# The ratios to tcp that decide what the run says: at a fixed rate, latency and
+# cost per request; in max mode, requests/s first.
 HEADLINE = ["client_p50_ms", "client_p99_ms", "app_cpu_us_per_req", "nginx_cpu_us_per_req", "ctx_switches_per_req"]
+
+
+def is_max(settings):
+    return settings.get("mode") == "max"
+
+
+def headline(settings):
+    return (["rps"] if is_max(settings) else []) + HEADLINE
+
+
+def generator(settings):
+    return settings.get("generator") or "k6"
 NO_CADVISOR = "n/a (cAdvisor not running)"
 
 
@@ -157,7 +173,7 @@ def phase_window(k6, phase):
     return start, start + phase["duration_s"]
 
 
-def server_queries(path, duration_s, end_s):
+def server_queries(path, duration_s, end_s, gen="k6"):
     """PromQL for one phase: instant queries at the window's end over its length."""
     r = f"[{int(round(duration_s))}s] @ {end_s:.3f}"
     inc = lambda metric, sel="": f"sum(increase({metric}{'{' + sel + '}' if sel else ''}{r}))"  # noqa: E731
@@ -178,7 +194,7 @@ def server_queries(path, duration_s, end_s):
         "connect_sum_s": inc("nginx_location_upstream_connect_seconds_sum", f'path="{path}"'),
         "connect_count": inc("nginx_location_upstream_connect_seconds_count", f'path="{path}"'),
         "nginx_5xx": inc("nginx_location_requests_total", f'path="{path}",status=~"5.."'),
-        "k6_cpu_cores": f"sum(rate(container_cpu_usage_seconds_total{{{CADVISOR_K6}}}{r}))",
+        "k6_cpu_cores": f"sum(rate(container_cpu_usage_seconds_total{{{CADVISOR_GENERATOR.format(generator=gen)}}}{r}))",
     }
 
 
@@ -197,12 +213,12 @@ def client_figures(phase):
     }
 
 
-def server_figures(query, phase, window):
+def server_figures(query, phase, window, gen="k6"):
     """Prometheus's figures for one phase; every one None when there is no window or series."""
     if window is None:
         raw = {}
     else:
-        exprs = server_queries(phase["path"], phase["duration_s"], window[1])
+        exprs = server_queries(phase["path"], phase["duration_s"], window[1], gen)
         raw = {k: scalar(query, e) for k, e in exprs.items()}
     get = raw.get
     return {
@@ -223,6 +239,7 @@ def server_figures(query, phase, window):
 def phase_figures(k6, query):
     """Every measured phase with its window and figures, in run order."""
     out = []
+    gen = generator(k6.get("settings") or {})
     for p in measured_phases(k6):
         window = phase_window(k6, p)
         out.append({
@@ -232,7 +249,8 @@ def phase_figures(k6, query):
             "round": p["round"],
             "endpoint": p.get("endpoint"),
             "window": None if window is None else {"start_s": round(window[0], 3), "end_s": round(window[1], 3)},
-            "figures": {**client_figures(p), **server_figures(query, p, window)},
+            "generator": gen,
+            "figures": {**client_figures(p), **server_figures(query, p, window, gen)},
         })
     return out
 
@@ -320,7 +338,7 @@ def aggregate(phases, settings):
             if tcp is not None and path != BASELINE:
                 tcp_metric = {k: {p["round"]: p["figures"].get(k) for p in tcp} for k in METRICS}
                 entry["ratio_to_tcp"] = {k: ratio_stats(per_metric[k], tcp_metric[k]) for k in METRICS}
-                entry["verdict"] = verdict(path, entry["ratio_to_tcp"]["client_p50_ms"])
+                entry["verdict"] = verdict(path, entry["ratio_to_tcp"][headline(settings)[0]])
             paths[path] = entry
         workloads[w] = {"tcp_measured": tcp is not None, "paths": paths}
     return workloads
@@ -333,7 +351,7 @@ def warning(kind, message, phases, workload=None, path=None):
     return {"kind": kind, "workload": workload, "path": path, "phases": phases, "message": message}
 
 
-def saturation_reasons(fig, rate, k6_cpus):
+def saturation_reasons(fig, rate, k6_cpus, gen="k6"):
     reasons = []
     if fig.get("dropped_iterations", 0) > 0:
         reasons.append(f"{fig['dropped_iterations']:.0f} dropped iterations")
@@ -341,7 +359,7 @@ def saturation_reasons(fig, rate, k6_cpus):
         reasons.append(f"{fig['rps']:.1f} req/s < {MIN_RATE_SHARE:.0%} of RATE {rate}")
     cores = fig.get("k6_cpu_cores")
     if k6_cpus and cores is not None and cores >= MAX_K6_CPU_SHARE * k6_cpus:
-        reasons.append(f"k6 used {cores:.2f} of its {k6_cpus:g} CPUs")
+        reasons.append(f"{gen} used {cores:.2f} of its {k6_cpus:g} CPUs")
     return reasons
 
 
@@ -354,7 +372,7 @@ def error_reasons(fig):
     return reasons
 
 
-def phase_warnings(phases, rate, k6_cpus):
+def phase_warnings(phases, rate, k6_cpus, gen="k6"):
     """Saturation and errors, one warning per workload and path listing its phases."""
     out = []
     groups = {}
@@ -362,7 +380,7 @@ def phase_warnings(phases, rate, k6_cpus):
         groups.setdefault((p["workload"], p["path"]), []).append(p)
     for (w, path), ps in groups.items():
         for kind, reasons_of, message in (
-            ("saturated", lambda f: saturation_reasons(f, rate, k6_cpus), "k6 was the limit: figures describe k6, not the path"),
+            ("saturated", lambda f: saturation_reasons(f, rate, k6_cpus, gen), f"{gen} was the limit: figures describe {gen}, not the path"),
             ("errors", error_reasons, "errors: this path's figures are not comparable"),
         ):
             hit = [(p["name"], reasons_of(p["figures"])) for p in ps]
@@ -377,6 +395,7 @@ def ratio_warnings(workloads, settings):
     """tcp missing, a single round, and headline ratios whose spread says nothing."""
     out = []
     single = (settings.get("rounds") or 0) == 1
+    gen = generator(settings)
     for w, wl in workloads.items():
         all_phases = [n for e in wl["paths"].values() for n in e["phases"]]
         if not wl["tcp_measured"]:
@@ -386,11 +405,18 @@ def ratio_warnings(workloads, settings):
             out.append(warning("single_round", "1 round per path: the spread of the ratios cannot be judged", all_phases, w))
             continue
         tcp_phases = wl["paths"][BASELINE]["phases"]
+        rps = [e["mean"]["rps"] for e in wl["paths"].values() if e["mean"]["rps"]]
+        if is_max(settings) and len(rps) > 1 and max(rps) / min(rps) < SAME_CEILING:
+            out.append(warning(
+                "same_ceiling",
+                f"every path reached the same ceiling ({min(rps):.0f}-{max(rps):.0f} req/s): that is likely {gen}'s "
+                f"limit, not the paths'; give {gen} more CPU or use GENERATOR=wrk",
+                all_phases, w))
         for path, e in wl["paths"].items():
             if e["ratio_to_tcp"] is None:
                 continue
             bad = []
-            for k in HEADLINE:
+            for k in headline(settings):
                 r = e["ratio_to_tcp"][k]
                 status = judge(r)
                 label = METRICS[k][0]
@@ -434,10 +460,10 @@ def env_value(environment, name):
     return None
 
 
-def compose_info(compose):
+def compose_info(compose, gen="k6"):
     services = (compose or {}).get("services") or {}
     limits = {}
-    for name in ("app", "nginx", "k6"):
+    for name in ("app", "nginx", gen):
         s = services.get(name) or {}
         limits[name] = {"cpus": s.get("cpus"), "cpuset": s.get("cpuset") or None, "mem_limit": s.get("mem_limit")}
     limits["nginx"]["worker_processes"] = env_value((services.get("nginx") or {}).get("environment"), "NGINX_WORKER_PROCESSES")
@@ -448,16 +474,22 @@ def build_report(k6, compose, query, prometheus_url=None):
     """Everything report.json holds, from the inputs and a query function."""
     settings = k6.get("settings") or {}
     machine = machine_info(query)  # first query: a Prometheus that does not answer stops here
-    comp = compose_info(compose)
+    gen = generator(settings)
+    comp = compose_info(compose, gen)
     phases = phase_figures(k6, query)
     workloads = aggregate(phases, settings)
-    k6_cpus = number(comp["limits"]["k6"]["cpus"])
+    k6_cpus = number(comp["limits"][gen]["cpus"])
     warnings = []
     if k6.get("start_ms") is None:
-        warnings.append(warning("no_start_time", "k6.json has no start_ms: Prometheus figures cannot be placed in time", [p["name"] for p in phases]))
+        warnings.append(warning("no_start_time", "load.json has no start_ms: Prometheus figures cannot be placed in time", [p["name"] for p in phases]))
+    short = [p["name"] for p in phases if (p["window"] and p["window"]["end_s"] - p["window"]["start_s"] < MIN_PHASE_S)]
+    if short:
+        warnings.append(warning("short_phase", f"phases shorter than {MIN_PHASE_S} s: Prometheus scrapes every 5 s, "
+                                "so their server-side figures are missing or rough; use DURATION >= 10", short))
     if k6.get("thresholds_failed"):
         warnings.append(warning("k6_thresholds", f"k6 thresholds failed: {', '.join(k6['thresholds_failed'])}", []))
-    warnings += phase_warnings(phases, settings.get("rate"), k6_cpus)
+    # A target rate exists only in rate mode; in max mode the generator sets the pace.
+    warnings += phase_warnings(phases, None if is_max(settings) else settings.get("rate"), k6_cpus, gen)
     warnings += ratio_warnings(workloads, settings)
     templates = server_queries("<path>", 0, 0.0)
     return {
@@ -473,7 +505,9 @@ def build_report(k6, compose, query, prometheus_url=None):
         "thresholds_failed": k6.get("thresholds_failed") or [],
         "phases": phases,
         "workloads": workloads,
-        "headline": HEADLINE,
+        "generator": gen,
+        "mode": settings.get("mode") or "rate",
+        "headline": headline(settings),
         "warnings": warnings,
         "charts": [],
         "queries": {k: v.replace("[0s] @ 0.000", "[<duration>s] @ <window end>") for k, v in templates.items()},
@@ -527,7 +561,8 @@ def machine_block(rep):
         f"{m['cores'] if m['cores'] is not None else 'n/a'} cores, {fmt_bytes(m['memory_bytes'])} memory",
         f"- Prometheus {m['prometheus_version'] or 'n/a'}" + (f" at {rep['prometheus']}" if rep.get("prometheus") else ""),
     ]
-    for name in ("app", "nginx", "k6"):
+    gen = generator(s)
+    for name in ("app", "nginx", gen):
         l = lim[name]
         extra = f", worker_processes {l['worker_processes']}" if name == "nginx" else ""
         lines.append(
@@ -536,13 +571,15 @@ def machine_block(rep):
         )
     images = ", ".join(f"{n} `{i}`" for n, i in c["images"].items() if i) or "n/a (no compose.json)"
     lines.append(f"- Images: {images}")
-    keys = ("workloads", "paths", "rate", "duration", "rounds", "warmup", "endpoint", "cpu_iterations", "sleep_ms")
+    pace = ("connections",) if is_max(s) else ("rate",)
+    keys = ("mode", "workloads", "paths") + pace + ("duration", "rounds", "warmup", "endpoint", "cpu_iterations", "sleep_ms")
     shown = ", ".join(f"{k}={','.join(map(str, s[k])) if isinstance(s.get(k), list) else s.get(k)}" for k in keys if k in s)
-    lines.append(f"- k6 settings: {shown}; gap between phases {rep.get('gap_s')} s")
+    lines.append(f"- Load generator {gen}: {shown}; gap between phases {rep.get('gap_s')} s")
     return lines
 
 
-def workload_section(w, wl, charts):
+def workload_section(w, wl, charts, settings=None):
+    settings = settings or {}
     lines = [f"## Workload `{w}`", ""]
     lines += [
         "Means over the measured rounds (warm-up left out).",
@@ -567,15 +604,15 @@ def workload_section(w, wl, charts):
             "Ratio to tcp, computed per round (path's round r / tcp's round r), then the mean and (min-max) over rounds. "
             "Below 1: less than tcp.",
             "",
-            "| path | p50 ratio (min-max) | p99 ratio | app CPU ratio | nginx CPU ratio | ctx switches ratio | verdict (client p50) |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
+            f"| path | req/s ratio | p50 ratio (min-max) | p99 ratio | app CPU ratio | nginx CPU ratio | ctx switches ratio | verdict ({METRICS[headline(settings)[0]][0]}) |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for path, e in wl["paths"].items():
             r = e["ratio_to_tcp"]
             if r is None:
                 continue
             lines.append(
-                f"| {path} | {fmt_ratio(r['client_p50_ms'])} | {fmt_ratio(r['client_p99_ms'])} | "
+                f"| {path} | {fmt_ratio(r['rps'])} | {fmt_ratio(r['client_p50_ms'])} | {fmt_ratio(r['client_p99_ms'])} | "
                 f"{fmt_ratio(r['app_cpu_us_per_req'])} | {fmt_ratio(r['nginx_cpu_us_per_req'])} | "
                 f"{fmt_ratio(r['ctx_switches_per_req'])} | {e['verdict']} |"
             )
@@ -589,8 +626,10 @@ def workload_section(w, wl, charts):
 def render_markdown(rep):
     lines = [f"# uds-lab report: run `{rep['testid']}`", ""]
     lines += [
-        "These figures hold for this machine, these limits and these settings only. Client figures are k6's own "
-        "statistics per phase; server figures come from Prometheus over each phase's window (scraped every few "
+        "These figures hold for this machine, these limits and these settings only. "
+        + ("In max mode each path ran flat out: requests/s is its limit, unless a warning says the load generator "
+        "was. " if is_max(rep["settings"]) else "Every phase ran at the same fixed rate. ")
+        + f"Client figures are {rep['generator']}'s own statistics per phase; server figures come from Prometheus over each phase's window (scraped every few "
         "seconds, so they are estimates, `increase()` extrapolated to the window).",
         "",
         "## Machine, versions, settings",
@@ -598,7 +637,7 @@ def render_markdown(rep):
     ]
     lines += machine_block(rep) + [""]
     for w, wl in rep["workloads"].items():
-        lines += workload_section(w, wl, rep["charts"])
+        lines += workload_section(w, wl, rep["charts"], rep["settings"])
     lines += ["## Warnings", ""]
     if rep["warnings"]:
         for wn in rep["warnings"]:
@@ -626,10 +665,13 @@ def render_markdown(rep):
 # ---------------------------------------------------------------- rendering: charts (I/O)
 
 
-def chart_specs(w, wl):
+def chart_specs(w, wl, settings=None):
     """Which charts a workload gets: (file, title, [(metric, subplot title, unit)]), empty series left out."""
     has = lambda k: any(e["mean"][k] is not None for e in wl["paths"].values())  # noqa: E731
     specs = []
+    if is_max(settings or {}) and has("rps"):
+        specs.append((f"{w}-throughput.png", f"{w}: requests/s per path at the limit (mean of rounds, bars: min-max)",
+                      [("rps", "requests/s", "req/s")]))
     lat = [(k, t, "ms") for k, t in (("client_p50_ms", "client p50"), ("client_p99_ms", "client p99")) if has(k)]
     if lat:
         specs.append((f"{w}-latency.png", f"{w}: client latency per path (mean of rounds, bars: min-max)", lat))
@@ -649,7 +691,7 @@ def write_charts(rep, out_dir):
     written = []
     for w, wl in rep["workloads"].items():
         paths = list(wl["paths"])
-        for fname, title, panels in chart_specs(w, wl):
+        for fname, title, panels in chart_specs(w, wl, rep["settings"]):
             fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels) + 1, 4.2), squeeze=False)
             for ax, (key, sub, unit) in zip(axes[0], panels):
                 means = [wl["paths"][p]["mean"][key] for p in paths]
@@ -691,7 +733,7 @@ def read_json(path, required=True):
 def run(run_id, prometheus_url, results_dir, query=None):
     """Reads the inputs, builds the report, writes report.md, report.json and charts; returns the report."""
     run_dir = Path(results_dir) / run_id
-    k6 = read_json(run_dir / "k6.json")
+    k6 = read_json(run_dir / "load.json")
     compose = read_json(run_dir / "compose.json", required=False)
     query = query or prometheus_client(prometheus_url)
     rep = build_report(k6, compose, query, prometheus_url)
@@ -705,7 +747,7 @@ def run(run_id, prometheus_url, results_dir, query=None):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", required=True, help="the run's testid: results/<run>/k6.json")
+    ap.add_argument("--run", required=True, help="the run's testid: results/<run>/load.json")
     ap.add_argument("--prometheus", default="http://127.0.0.1:9090", help="Prometheus base URL")
     ap.add_argument("--results", default="results", help="folder holding <run>/")
     args = ap.parse_args(argv)

@@ -1,4 +1,4 @@
-"""Tests of report/report.py: the pure parts with synthetic k6.json data and a
+"""Tests of report/report.py: the pure parts with synthetic load.json data and a
 fake query function, the charts, and the script end to end against a fake
 Prometheus. No network beyond 127.0.0.1, no Docker."""
 import importlib.util
@@ -29,7 +29,7 @@ GAP = 2
 
 def make_k6(paths=("tcp", "uds", "tcp-ka", "uds-ka"), rounds=3, rate=100, duration=10, warmup=5,
             workloads=("ping",), client=None, **phase_extra):
-    """A k6.json as k6/load.js writes it. client(path, round) -> dict overriding a phase's fields."""
+    """A load.json as k6/load.js writes it. client(path, round) -> dict overriding a phase's fields."""
     client = client or (lambda path, r: {})
     phases, at = [], 0
     for w in workloads:
@@ -364,6 +364,45 @@ def test_compose_info_accepts_list_environment():
     assert rpt.compose_info(None)["images"] == {}
 
 
+# ---------------------------------------------------------------- max mode
+
+
+def max_k6(rps, **kw):
+    """A max-mode run: rps(path) -> requests/s the generator reached on that path."""
+    k6 = make_k6(client=lambda p, r: {"requests": rps(p) * 10}, **kw)
+    k6["settings"].update({"mode": "max", "connections": 64})
+    return k6
+
+
+def test_max_mode_judges_requests_per_second():
+    rep = build(max_k6(lambda p: {"tcp": 8000, "uds": 16000, "tcp-ka": 25000, "uds-ka": 30000}[p]))
+    assert rep["mode"] == "max" and rep["headline"][0] == "rps"
+    uds = rep["workloads"]["ping"]["paths"]["uds"]
+    assert uds["ratio_to_tcp"]["rps"]["mean"] == pytest.approx(2.0)
+    assert uds["verdict"].startswith("uds 2.00x tcp")
+    # No target rate in max mode: reaching a different rate per path is the point.
+    assert "saturated" not in kinds(rep) and "same_ceiling" not in kinds(rep)
+    assert "throughput.png" in " ".join(f for f, _, _ in rpt.chart_specs("ping", rep["workloads"]["ping"], rep["settings"]))
+
+
+def test_max_mode_warns_when_every_path_hits_one_ceiling():
+    rep = build(max_k6(lambda p: {"tcp": 7500, "uds": 7600, "tcp-ka": 7700, "uds-ka": 7650}[p]))
+    ceiling = [w for w in rep["warnings"] if w["kind"] == "same_ceiling"]
+    assert len(ceiling) == 1 and "k6's limit" in ceiling[0]["message"] and "GENERATOR=wrk" in ceiling[0]["message"]
+
+
+def test_generator_is_named_and_its_cpu_queried():
+    k6 = max_k6(lambda p: 9000 if p == "tcp" else 18000)
+    k6["settings"]["generator"] = "wrk"
+    compose = {"services": {**COMPOSE["services"], "wrk": {"image": "uds-lab/wrk:local", "cpus": 1}}}
+    q = fake_query(server_table(k6))
+    rep = rpt.build_report(k6, compose, q, "http://prom:9090")
+    assert rep["generator"] == "wrk" and all(p["generator"] == "wrk" for p in rep["phases"])
+    assert any('container_label_com_docker_compose_service="wrk"' in c for c in q.calls)
+    assert rep["compose"]["limits"]["wrk"]["cpus"] == 1
+    assert "Load generator wrk" in rpt.render_markdown(rep)
+
+
 # ---------------------------------------------------------------- report.md and report.json
 
 
@@ -379,7 +418,7 @@ def test_markdown_has_machine_block_and_tables():
     assert "## Workload `ping`" in md and "## Workload `bytes-1k`" in md
     assert "| path | req/s | client p50 | p95 | p99 (ms) | app p50 | p99 (ms) | nginx connect (ms) | app CPU µs/req | nginx CPU µs/req | ctx switches/req | errors |" in md
     assert "| tcp | 100.0 | 1.000 | 2.000 | 3.000 | 0.400 | 2.000 | 0.001 | 50.0 | 80.0 | 4.00 | none |" in md
-    assert "| path | p50 ratio (min-max) | p99 ratio | app CPU ratio | nginx CPU ratio |" in md
+    assert "| path | req/s ratio | p50 ratio (min-max) | p99 ratio | app CPU ratio | nginx CPU ratio |" in md
     assert "| uds | 1.00x (1.00-1.00) |" in md
     assert "1 ms resolution" in md
     assert "this machine" in md
@@ -453,7 +492,7 @@ def test_end_to_end(tmp_path, prometheus):
     k6, url = prometheus
     run_dir = tmp_path / "t1"
     run_dir.mkdir()
-    (run_dir / "k6.json").write_text(json.dumps(k6))
+    (run_dir / "load.json").write_text(json.dumps(k6))
     (run_dir / "compose.json").write_text(json.dumps(COMPOSE))
     res = run_script("--run", "t1", "--prometheus", url, "--results", str(tmp_path))
     assert res.returncode == 0, res.stderr
@@ -475,7 +514,7 @@ def free_port():
 
 def test_prometheus_down_exits_2(tmp_path):
     (tmp_path / "t1").mkdir()
-    (tmp_path / "t1" / "k6.json").write_text(json.dumps(make_k6()))
+    (tmp_path / "t1" / "load.json").write_text(json.dumps(make_k6()))
     url = f"http://127.0.0.1:{free_port()}"
     res = run_script("--run", "t1", "--prometheus", url, "--results", str(tmp_path))
     assert res.returncode == 2
@@ -486,7 +525,7 @@ def test_prometheus_down_exits_2(tmp_path):
 def test_missing_k6_json_exits_2(tmp_path):
     res = run_script("--run", "nope", "--prometheus", "http://127.0.0.1:1", "--results", str(tmp_path))
     assert res.returncode == 2
-    assert str(tmp_path / "nope" / "k6.json") in res.stderr
+    assert str(tmp_path / "nope" / "load.json") in res.stderr
 
 
 def test_prometheus_client(prometheus):
@@ -496,3 +535,10 @@ def test_prometheus_client(prometheus):
     assert rpt.scalar(query, "no_such_metric") is None  # empty vector: null
     with pytest.raises(rpt.ReportError, match="HTTP 404"):
         rpt.prometheus_client(url + "/wrong")("up")
+
+
+def test_short_phases_are_flagged():
+    rep = build(make_k6(duration=5, rounds=2))
+    short = [w for w in rep["warnings"] if w["kind"] == "short_phase"]
+    assert len(short) == 1 and len(short[0]["phases"]) == 8 and "DURATION >= 10" in short[0]["message"]
+    assert "short_phase" not in kinds(build(make_k6(duration=10, rounds=2)))

@@ -140,6 +140,34 @@ func TestLab(t *testing.T) {
 		checkReport(t, testid)
 	})
 
+	// make max, with each generator: short runs, checked for shape, not figures.
+	// Phases of 10 s at least: Prometheus scrapes every 5 s, and the server-side
+	// figures need two scrapes in a phase.
+	for _, gen := range []struct{ name, paths, rounds, duration string }{
+		{"wrk", "tcp,uds,tcp-ka,uds-ka", "2", "10"},
+		{"k6", "tcp,uds", "1", "10"},
+	} {
+		t.Run("make max GENERATOR="+gen.name, func(t *testing.T) {
+			run := testid + "-max-" + gen.name
+			mk(t, "max", "TESTID="+run, "GENERATOR="+gen.name, "PATHS="+gen.paths, "ROUNDS="+gen.rounds,
+				"DURATION="+gen.duration, "WARMUP=1", "CONNECTIONS=16")
+			mk(t, "report", "RUN="+run)
+			r := readReport(t, run)
+			if r.Mode != "max" || r.Generator != gen.name {
+				t.Errorf("report.json: mode %q generator %q, want max and %s", r.Mode, r.Generator, gen.name)
+			}
+			for _, ph := range r.Phases {
+				if v := ph.Figures["rps"]; v == nil || *v <= 0 {
+					t.Errorf("%s: rps = %v", ph.Name, v)
+				}
+				if v := ph.Figures["app_requests"]; v == nil || *v <= 0 {
+					t.Errorf("%s: app_requests = %v", ph.Name, v)
+				}
+			}
+			t.Logf("%s", mustRead(t, lab.Path(t, "results", run, "report.md")))
+		})
+	}
+
 	step(t, "docker kill app, leaving its socket behind", func() {
 		id := strings.TrimSpace(run(t, "docker", "compose", "ps", "-q", "app"))
 		run(t, "docker", "kill", id)
@@ -243,7 +271,7 @@ func sorted(set map[string]bool) []string {
 func checkReport(t *testing.T, testid string) {
 	mk(t, "report", "RUN="+testid)
 	dir := lab.Path(t, "results", testid)
-	for _, f := range []string{"k6.json", "compose.json", "report.md", "report.json"} {
+	for _, f := range []string{"load.json", "compose.json", "report.md", "report.json"} {
 		if _, err := os.Stat(dir + "/" + f); err != nil {
 			t.Errorf("results/%s/%s: %v", testid, f, err)
 		}
@@ -255,29 +283,7 @@ func checkReport(t *testing.T, testid string) {
 	md, _ := os.ReadFile(dir + "/report.md")
 	t.Logf("report.md:\n%s", md)
 
-	b, err := os.ReadFile(dir + "/report.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r struct {
-		Phases []struct {
-			Name    string              `json:"name"`
-			Path    string              `json:"path"`
-			Figures map[string]*float64 `json:"figures"`
-		} `json:"phases"`
-		Workloads map[string]struct {
-			Paths map[string]struct {
-				RatioToTCP map[string]any `json:"ratio_to_tcp"`
-			} `json:"paths"`
-		} `json:"workloads"`
-		Warnings []struct {
-			Kind    string `json:"kind"`
-			Message string `json:"message"`
-		} `json:"warnings"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("report.json: %v", err)
-	}
+	r := readReport(t, testid)
 	if len(r.Phases) != 2*len(paths) {
 		t.Errorf("report.json has %d measured phases, want %d (2 rounds x 4 paths, warm-up left out)", len(r.Phases), 2*len(paths))
 	}
@@ -299,6 +305,44 @@ func checkReport(t *testing.T, testid string) {
 			t.Errorf("report warns %s: %s", w.Kind, w.Message)
 		}
 	}
+}
+
+// report is what the e2e test reads of report.json.
+type report struct {
+	Mode      string `json:"mode"`
+	Generator string `json:"generator"`
+	Phases    []struct {
+		Name    string              `json:"name"`
+		Path    string              `json:"path"`
+		Figures map[string]*float64 `json:"figures"`
+	} `json:"phases"`
+	Workloads map[string]struct {
+		Paths map[string]struct {
+			RatioToTCP map[string]any `json:"ratio_to_tcp"`
+		} `json:"paths"`
+	} `json:"workloads"`
+	Warnings []struct {
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+	} `json:"warnings"`
+}
+
+func readReport(t *testing.T, run string) report {
+	t.Helper()
+	var r report
+	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", run, "report.json"))), &r); err != nil {
+		t.Fatalf("results/%s/report.json: %v", run, err)
+	}
+	return r
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 type counters struct{ requests, accepted map[string]float64 }

@@ -7,6 +7,7 @@
 #   exporter     Debian's prometheus-nginx-exporter 0.11
 #   prometheus, node-exporter, k6   built from module sources at .env's versions
 #   golang       this machine's Go + the app's modules (GO_IMAGE build arg)
+#   debian base  also WRK_BASE_IMAGE: services/wrk installs Debian's wrk on it
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 set -a; . ./.env; set +a
@@ -105,4 +106,5 @@ NODE_EXPORTER_IMAGE=$NODE_EXPORTER
 K6_IMAGE=$K6
 GO_IMAGE=$GOLANG
 APP_RUNTIME_IMAGE=scratch
+WRK_BASE_IMAGE=$BASE
 ENV

@@ -57,14 +57,16 @@ func TestComposeVariablesComeFromEnv(t *testing.T) {
 
 func TestComposeServices(t *testing.T) {
 	p := loadCompose(t)
-	want := []string{"app", "nginx", "nginx-log-exporter", "nginx-exporter", "prometheus", "grafana", "node-exporter", "cadvisor", "k6"}
+	want := []string{"app", "nginx", "nginx-log-exporter", "nginx-exporter", "prometheus", "grafana", "node-exporter", "cadvisor", "k6", "wrk"}
 	for _, name := range want {
 		if _, ok := p.Services[name]; !ok {
 			t.Errorf("service %q missing", name)
 		}
 	}
-	if got := p.Services["k6"].Profiles; len(got) != 1 || got[0] != "load" {
-		t.Errorf("k6 profiles = %v, want [load] so `make up` does not start a load", got)
+	for _, gen := range []string{"k6", "wrk"} {
+		if got := p.Services[gen].Profiles; len(got) != 1 || got[0] != "load" {
+			t.Errorf("%s profiles = %v, want [load] so `make up` does not start a load", gen, got)
+		}
 	}
 }
 
@@ -105,6 +107,7 @@ func TestComposeHealthAndOrder(t *testing.T) {
 	noHealthcheck := map[string]string{
 		"nginx-exporter": "scratch image: no shell, no wget",
 		"k6":             "runs once and exits",
+		"wrk":            "runs once per phase and exits",
 	}
 	for name, s := range p.Services {
 		if _, ok := noHealthcheck[name]; ok {
