@@ -488,6 +488,11 @@ def build_report(k6, compose, query, prometheus_url=None):
                                 "so their server-side figures are missing or rough; use DURATION >= 10", short))
     if k6.get("thresholds_failed"):
         warnings.append(warning("k6_thresholds", f"k6 thresholds failed: {', '.join(k6['thresholds_failed'])}", []))
+    if is_max(settings) and phases and all(p["figures"].get("k6_cpu_cores") is None for p in phases):
+        warnings.append(warning(
+            "generator_cpu_unknown",
+            f"{gen}'s CPU is unknown (cAdvisor not running): nothing rules out that {gen}, not the paths, set these "
+            f"limits; compare with GENERATOR=wrk or scripts/bench_wrk.py", [p["name"] for p in phases]))
     # A target rate exists only in rate mode; in max mode the generator sets the pace.
     warnings += phase_warnings(phases, None if is_max(settings) else settings.get("rate"), k6_cpus, gen)
     warnings += ratio_warnings(workloads, settings)

@@ -542,3 +542,12 @@ def test_short_phases_are_flagged():
     short = [w for w in rep["warnings"] if w["kind"] == "short_phase"]
     assert len(short) == 1 and len(short[0]["phases"]) == 8 and "DURATION >= 10" in short[0]["message"]
     assert "short_phase" not in kinds(build(make_k6(duration=10, rounds=2)))
+
+
+def test_max_mode_without_generator_cpu_says_so():
+    k6 = max_k6(lambda p: {"tcp": 7500, "uds": 10000, "tcp-ka": 11500, "uds-ka": 12000}[p])
+    table = server_table(k6, {("container_cpu_usage_seconds_total", 'service="k6"'): None})
+    rep = build(k6, table)
+    unknown = [w for w in rep["warnings"] if w["kind"] == "generator_cpu_unknown"]
+    assert len(unknown) == 1 and "GENERATOR=wrk" in unknown[0]["message"]
+    assert "generator_cpu_unknown" not in kinds(build(k6))  # with cAdvisor's figure

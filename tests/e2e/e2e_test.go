@@ -228,33 +228,43 @@ func checkPanels(t *testing.T, prom, testid string, from time.Time) {
 // samples runs a range query (5 s steps) and counts the samples returned.
 func samples(t *testing.T, prom, query string, from, to time.Time) int {
 	t.Helper()
-	v := url.Values{
+	n := 0
+	for _, s := range promAPI(t, prom, "query_range", url.Values{
 		"query": {query}, "step": {"5"},
 		"start": {fmt.Sprint(from.Unix())}, "end": {fmt.Sprint(to.Unix())},
+	}) {
+		n += len(s.Values)
 	}
-	resp, err := http.Get(prom + "/api/v1/query_range?" + v.Encode())
+	return n
+}
+
+// series is one result of Prometheus's query API: a sample or a range.
+type series struct {
+	Metric map[string]string `json:"metric"`
+	Value  [2]any            `json:"value"`
+	Values []any             `json:"values"`
+}
+
+// promAPI calls /api/v1/<endpoint> and returns its result, failing the test
+// on an error.
+func promAPI(t *testing.T, prom, endpoint string, v url.Values) []series {
+	t.Helper()
+	resp, err := http.Get(prom + "/api/v1/" + endpoint + "?" + v.Encode())
 	if err != nil {
-		t.Fatalf("query_range %s: %v", query, err)
+		t.Fatalf("%s %s: %v", endpoint, v.Get("query"), err)
 	}
 	defer resp.Body.Close()
 	var r struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
 		Data   struct {
-			Result []struct {
-				Values []any `json:"values"`
-			} `json:"result"`
+			Result []series `json:"result"`
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Status != "success" {
-		t.Errorf("query_range %s: %v %s", query, err, r.Error)
-		return 0
+		t.Fatalf("%s %s: %v %s", endpoint, v.Get("query"), err, r.Error)
 	}
-	n := 0
-	for _, s := range r.Data.Result {
-		n += len(s.Values)
-	}
-	return n
+	return r.Data.Result
 }
 
 func sorted(set map[string]bool) []string {
@@ -358,26 +368,8 @@ func appCounters(t *testing.T, prom string) counters {
 // vector runs an instant query and maps one label's value to the sample value.
 func vector(t *testing.T, prom, query, label string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(prom + "/api/v1/query?query=" + url.QueryEscape(query))
-	if err != nil {
-		t.Fatalf("query %s: %v", query, err)
-	}
-	defer resp.Body.Close()
-	var r struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Value  [2]any            `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Status != "success" {
-		t.Fatalf("query %s: %v %s", query, err, r.Error)
-	}
 	out := map[string]float64{}
-	for _, s := range r.Data.Result {
+	for _, s := range promAPI(t, prom, "query", url.Values{"query": {query}}) {
 		var v float64
 		fmt.Sscan(s.Value[1].(string), &v)
 		out[s.Metric[label]] = v
