@@ -115,7 +115,9 @@ func (e *testExporter) scrape(t *testing.T) string {
 }
 
 // waitLines scrapes until ok+malformed lines reach want (datagrams are
-// processed asynchronously) and returns that scrape.
+// processed asynchronously) and then returns a fresh scrape: one scrape is not
+// a snapshot (families are gathered one after another), so the one that saw
+// the last line counted may predate its other series.
 func (e *testExporter) waitLines(t *testing.T, want float64) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -123,7 +125,7 @@ func (e *testExporter) waitLines(t *testing.T, want float64) string {
 		s := e.scrape(t)
 		got := metricValue(t, s, `nginx_log_lines_total{result="ok"}`) + metricValue(t, s, `nginx_log_lines_total{result="malformed"}`)
 		if got == want {
-			return s
+			return e.scrape(t)
 		}
 		if got > want || time.Now().After(deadline) {
 			t.Fatalf("nginx_log_lines_total = %v, want %v", got, want)
