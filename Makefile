@@ -100,9 +100,15 @@ check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, d
 .PHONY: test
 test: check $(VENV)/.installed ## All tests: static checks, unit tests (services, report), nginx + app integration
 	cd services/app && go test -count=1 -race ./...
+	$(MAKE) fuzz
 	cd services/nginx-log-exporter && go test -count=1 -race ./...
 	$(VENV)/bin/python -m pytest -q report scripts
 	cd tests && go test -count=1 ./integration/...
+
+FUZZTIME ?= 5s
+.PHONY: fuzz
+fuzz: ## Fuzz the app's route parameters for FUZZTIME (5s; longer by hand, e.g. FUZZTIME=10m)
+	cd services/app && go test -run='^$$' -fuzz='^FuzzRouteParams$$' -fuzztime=$(FUZZTIME) .
 
 .PHONY: e2e
 e2e: ## The real stack under a Docker engine with locally built stand-in images (see tests/e2e)

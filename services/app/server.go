@@ -45,6 +45,11 @@ func NewServer(d Deps) http.Handler {
 	// gin.New, not gin.Default: no per-request logger on the measured path.
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	// Exact routes only: a redirect (301 for "/sleep/", a trailing slash or a
+	// doubled one) would be an extra round trip in what we measure and is no
+	// answer to a malformed URL; those get the JSON 404 instead (found by fuzzing).
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
 	// Never trust X-Forwarded-For here: nothing in the handlers needs the
 	// client IP, and parsing it costs time on every request.
 	r.ForwardedByClientIP = false

@@ -363,3 +363,97 @@ func wantJSONError(t *testing.T, url string, status int) {
 		t.Fatalf("GET %s: body is not a JSON error (%v)", url, err)
 	}
 }
+
+// Malformed and hostile requests through nginx: each gets its documented status
+// (JSON from the app; nginx's own answer where nginx rejects it first), and no
+// junk URL becomes a label of the app's metrics.
+func TestMalformedRequests(t *testing.T) {
+	s := startStack(t)
+	big := strings.Repeat("x", 16<<10)
+	cases := []struct {
+		method, path string
+		header       map[string]string
+		status       int
+		json         bool // the app answered: a JSON {"error"}
+	}{
+		{"GET", "/tcp/bytes/abc", nil, 400, true},
+		{"GET", "/uds/bytes/-1", nil, 400, true},
+		{"GET", "/tcp-ka/bytes/16777217", nil, 400, true},
+		{"GET", "/uds-ka/bytes/99999999999999999999", nil, 400, true},
+		{"GET", "/tcp/bytes/1e3", nil, 400, true},
+		{"GET", "/uds/bytes/0x10", nil, 400, true},
+		{"GET", "/tcp/cpu/0", nil, 400, true},
+		{"GET", "/uds/cpu/1000000001", nil, 400, true},
+		{"GET", "/tcp-ka/sleep/10001", nil, 400, true},
+		{"GET", "/uds-ka/sleep/1.5", nil, 400, true},
+		{"GET", "/tcp/cpu/%20", nil, 400, true},
+		{"GET", "/tcp/bytes/", nil, 404, true},
+		{"GET", "/uds/no-such-route", nil, 404, true},
+		{"GET", "/tcp-ka/download/secret", nil, 404, true},
+		{"POST", "/tcp/ping", nil, 405, true},
+		{"DELETE", "/uds-ka/bytes/10", nil, 405, true},
+		// Traversal: nginx normalizes the URI before choosing a location, so
+		// these end outside the four paths, at nginx's JSON 404.
+		{"GET", "/uds/download/../../etc/passwd", nil, 404, true},
+		{"GET", "/tcp/download/%2e%2e/%2e%2e/etc/passwd", nil, 404, true},
+		// Rejected by nginx itself, before any location: a path above the root,
+		// TRACE, an oversize header or URI, a NUL byte.
+		{"GET", "/tcp-ka/download/file/../../../../etc/passwd", nil, 400, false},
+		{"TRACE", "/tcp/ping", nil, 405, false},
+		{"GET", "/tcp/ping", map[string]string{"X-Big": big}, 400, false},
+		{"GET", "/tcp/bytes/" + strings.Repeat("9", 9000), nil, 414, false},
+		{"GET", "/uds/bytes/%00", nil, 400, false},
+	}
+	for _, tc := range cases {
+		name := tc.method + " " + tc.path
+		if len(name) > 60 {
+			name = name[:60]
+		}
+		t.Run(name, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, s.nginxURL+tc.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("%d, want %d: %.200s", resp.StatusCode, tc.status, body)
+			}
+			var e struct {
+				Error string `json:"error"`
+			}
+			if isJSON := json.Unmarshal(body, &e) == nil && e.Error != ""; isJSON != tc.json {
+				t.Errorf("JSON error body = %v, want %v: %.200s", isJSON, tc.json, body)
+			}
+		})
+	}
+
+	// Bounded labels: route templates (or "unmatched") and 3-digit codes only.
+	mf, err := lab.Metrics(http.DefaultClient, s.appTCP+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := map[string]bool{"/ping": true, "/bytes/:n": true, "/cpu/:iterations": true, "/sleep/:ms": true,
+		"/download/file": true, "/download/stream": true, "/healthz": true, "/readyz": true, "/metrics": true, "unmatched": true}
+	for _, m := range mf["app_http_requests_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "route":
+				if !routes[l.GetValue()] {
+					t.Errorf("route label %q is not a route template", l.GetValue())
+				}
+			case "code":
+				if len(l.GetValue()) != 3 {
+					t.Errorf("code label %q", l.GetValue())
+				}
+			}
+		}
+	}
+}
