@@ -171,6 +171,10 @@ func TestLab(t *testing.T) {
 		})
 	}
 
+	t.Run("app killed under load: JSON 502s, then back by the restart policy", func(t *testing.T) {
+		killUnderLoad(t, prom, nginx, testid+"-kill")
+	})
+
 	step(t, "docker kill app, leaving its socket behind", func() {
 		id := strings.TrimSpace(run(t, "docker", "compose", "ps", "-q", "app"))
 		run(t, "docker", "kill", id)
@@ -322,6 +326,75 @@ func checkReport(t *testing.T, testid string) {
 		case "saturated":
 			t.Logf("report warns %s: %s", w.Kind, w.Message)
 		}
+	}
+}
+
+// killUnderLoad kills the app's process (SIGKILL, as a crash) while k6 runs a
+// fixed-rate load, and measures how long until every path serves again and
+// how many requests failed. It kills the process from the host: Docker counts
+// `docker kill` as a stop by hand and does not restart after it (seen with
+// Engine 20.10), while a process that dies on its own is restarted by the
+// compose restart policy, which is what a crash is.
+func killUnderLoad(t *testing.T, prom, nginx, testid string) {
+	load := exec.Command("make", "load", "TESTID="+testid, "SCENARIO=ping", "PATHS=tcp,uds-ka",
+		"RATE=50", "DURATION=15", "ROUNDS=1", "WARMUP=0")
+	load.Dir = lab.Root(t)
+	var out strings.Builder
+	load.Stdout, load.Stderr = &out, &out
+	if err := load.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(12 * time.Second) // k6 starting, then a few seconds of load
+	id := strings.TrimSpace(run(t, "docker", "compose", "ps", "-q", "app"))
+	pid := strings.TrimSpace(run(t, "docker", "inspect", "-f", "{{.State.Pid}}", id))
+	killed := time.Now()
+	run(t, "kill", "-9", pid)
+
+	var recovered time.Duration
+	saw502 := false
+	for recovered == 0 {
+		if time.Since(killed) > 30*time.Second {
+			t.Fatalf("paths not all serving 30 s after the kill")
+		}
+		ok := 0
+		for _, p := range paths {
+			resp, err := http.Get(nginx + "/" + p.path + "/ping")
+			if err != nil {
+				continue
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch resp.StatusCode {
+			case http.StatusOK:
+				ok++
+			case http.StatusBadGateway:
+				saw502 = true
+				if !strings.Contains(string(body), `"error"`) {
+					t.Errorf("502 body during the outage is not nginx's JSON error: %q", body)
+				}
+			}
+		}
+		if ok == len(paths) {
+			recovered = time.Since(killed)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The load fails its threshold if more than 1% failed: expected here.
+	_ = load.Wait()
+	if recovered > 10*time.Second {
+		t.Errorf("every path served again %.1f s after the kill, want < 10 s", recovered.Seconds())
+	}
+	restarts := strings.TrimSpace(run(t, "docker", "inspect", "-f", "{{.RestartCount}}", id))
+	time.Sleep(11 * time.Second) // k6's last push and a scrape
+	failed := vector(t, prom, fmt.Sprintf(`sum(k6_http_reqs_total{testid=%q, expected_response="false"})`, testid), "")[""]
+	total := vector(t, prom, fmt.Sprintf(`sum(k6_http_reqs_total{testid=%q})`, testid), "")[""]
+	t.Logf("app killed under 50 req/s: every path served again after %.2f s (restarts: %s, saw a 502: %v); "+
+		"k6: %v of %v requests failed", recovered.Seconds(), restarts, saw502, failed, total)
+	if restarts == "0" {
+		t.Errorf("the app was not restarted by the restart policy")
+	}
+	if total == 0 {
+		t.Errorf("no k6 results for %s:\n%s", testid, out.String())
 	}
 }
 

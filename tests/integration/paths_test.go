@@ -30,6 +30,7 @@ type stack struct {
 	appTCP    string // http://127.0.0.1:port, the app's own TCP listener
 	logExp    string // http://127.0.0.1:port, nginx-log-exporter's metrics
 	workers   int    // nginx worker processes
+	app       *exec.Cmd
 }
 
 // build compiles one of services/* into dir.
@@ -85,7 +86,7 @@ func startStack(t *testing.T) stack {
 		"APP_DOWNLOAD_FILE="+filepath.Join(dir, "download.bin"),
 		"APP_DOWNLOAD_SIZE=65536",
 	)
-	start(t, "app", appEnv, app)
+	appCmd := start(t, "app", appEnv, app)
 	health := exec.Command(app, "healthcheck")
 	health.Env = appEnv
 	waitFor(t, "app healthcheck on both listeners", func() error {
@@ -136,6 +137,7 @@ func startStack(t *testing.T) stack {
 		appTCP:    fmt.Sprintf("http://127.0.0.1:%d", appPort),
 		logExp:    fmt.Sprintf("http://127.0.0.1:%d", logMetricsPort),
 		workers:   workers,
+		app:       appCmd,
 	}
 	waitFor(t, "nginx", func() error { _, err := get(http.DefaultClient, s.nginxURL+"/healthz"); return err })
 	waitFor(t, "nginx-log-exporter", func() error { _, err := get(http.DefaultClient, s.logExp+"/healthz"); return err })
@@ -143,7 +145,7 @@ func startStack(t *testing.T) stack {
 }
 
 // start runs a process for the length of the test and stops it with SIGTERM.
-func start(t *testing.T, name string, env []string, argv ...string) {
+func start(t *testing.T, name string, env []string, argv ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
@@ -170,6 +172,7 @@ func start(t *testing.T, name string, env []string, argv ...string) {
 			t.Logf("%s output:\n%s", name, log)
 		}
 	})
+	return cmd
 }
 
 func waitFor(t *testing.T, what string, try func() error) {
@@ -454,6 +457,29 @@ func TestMalformedRequests(t *testing.T) {
 					t.Errorf("code label %q", l.GetValue())
 				}
 			}
+		}
+	}
+}
+
+// With the app gone, every path answers nginx's JSON 502, not an HTML page.
+func TestAppDown(t *testing.T) {
+	s := startStack(t)
+	if err := s.app.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = s.app.Process.Wait()
+	for _, path := range []string{"tcp", "uds", "tcp-ka", "uds-ka"} {
+		resp, err := http.Get(s.nginxURL + "/" + path + "/ping")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var e struct {
+			Error string `json:"error"`
+		}
+		if resp.StatusCode != http.StatusBadGateway || json.Unmarshal(body, &e) != nil || !strings.Contains(e.Error, "not answering") {
+			t.Errorf("/%s/ping with the app down: %d %q, want 502 with a JSON error", path, resp.StatusCode, body)
 		}
 	}
 }
