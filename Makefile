@@ -98,7 +98,7 @@ check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, d
 	cd tests && go test -count=1 ./static/...
 
 .PHONY: test
-test: check $(VENV)/.installed ## All tests: static checks, unit tests (services, report), nginx + app integration
+test: check $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Python), a short fuzz, nginx + app integration
 	cd services/app && go test -count=1 -race ./...
 	$(MAKE) fuzz
 	cd services/nginx-log-exporter && go test -count=1 -race ./...
@@ -121,5 +121,5 @@ dashboards: ## Regenerate grafana/dashboards/*.json from grafana/dashboards.py
 .PHONY: help
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} \
-		/^[a-zA-Z_-]+:.*?##/ { printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2 } \
+		/^[a-zA-Z0-9_-]+:.*?##/ { printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2 } \
 		/^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
