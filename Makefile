@@ -66,6 +66,13 @@ report: $(VENV)/.installed ## Write results/<run>/report.md, report.json and cha
 	$(VENV)/bin/python report/report.py --run "$(or $(RUN),$$(cat results/last))" \
 		--prometheus http://127.0.0.1:$(call env,PROMETHEUS_PORT) --results results
 
+.PHONY: contract
+contract: ## Check an app image against the contract (APP_IMAGE=<image>; default: the lab's app) and print a table
+	@if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app; \
+	else docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE"; fi
+	$(COMPOSE) --profile contract build contract
+	CONTRACT_PROJECT=$(call env,COMPOSE_PROJECT_NAME)-contract COMPOSE="$(COMPOSE)" python3 scripts/contract.py
+
 .PHONY: down
 down: ## Stop the lab; Prometheus and Grafana data are kept
 	$(COMPOSE) --profile load down --remove-orphans
@@ -73,7 +80,7 @@ down: ## Stop the lab; Prometheus and Grafana data are kept
 .PHONY: clean
 clean: ## Stop the lab and delete its volumes (Prometheus data too) and the locally built images
 	$(COMPOSE) --profile load down --remove-orphans --volumes
-	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local uds-lab/wrk:local >/dev/null 2>&1 || true
+	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local uds-lab/wrk:local uds-lab/contract:local >/dev/null 2>&1 || true
 
 .PHONY: ps
 ps: ## Show the lab's containers and their health
@@ -85,6 +92,9 @@ logs: ## Follow the lab's logs
 
 ##@ Development
 
+# The Go modules under services/ (each its own image).
+GO_SERVICES := services/app services/nginx-log-exporter services/contract services/minimal-app
+
 .PHONY: deps
 deps: ## Install the test tools that are missing (nginx, envsubst, promtool)
 	scripts/test-deps.sh
@@ -92,16 +102,13 @@ deps: ## Install the test tools that are missing (nginx, envsubst, promtool)
 .PHONY: check
 check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, dashboards
 	@test -z "$$(gofmt -l services tests)" || { gofmt -l services tests; echo "gofmt: files above need formatting"; exit 1; }
-	cd services/app && go vet ./...
-	cd services/nginx-log-exporter && go vet ./...
-	cd tests && go vet ./...
+	for m in $(GO_SERVICES) tests; do (cd $$m && go vet ./...); done
 	cd tests && go test -count=1 ./static/...
 
 .PHONY: test
 test: check $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Python), a short fuzz, nginx + app integration
-	cd services/app && go test -count=1 -race ./...
+	for m in $(GO_SERVICES); do (cd $$m && go test -count=1 -race ./...); done
 	$(MAKE) fuzz
-	cd services/nginx-log-exporter && go test -count=1 -race ./...
 	$(VENV)/bin/python -m pytest -q report scripts
 	cd tests && go test -count=1 ./integration/...
 

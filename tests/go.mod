@@ -34,4 +34,7 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
+	uds-lab/contract v0.0.0
 )
+
+replace uds-lab/contract => ../services/contract

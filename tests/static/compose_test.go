@@ -17,7 +17,7 @@ import (
 	"uds-lab/tests/internal/lab"
 )
 
-// loadCompose loads compose.yaml as `docker compose --profile load config`
+// loadCompose loads compose.yaml as `docker compose --profile load --profile contract config`
 // would, with .env and no variables from this process's environment.
 func loadCompose(t *testing.T) *types.Project {
 	t.Helper()
@@ -26,7 +26,7 @@ func loadCompose(t *testing.T) *types.Project {
 		cli.WithWorkingDirectory(lab.Root(t)),
 		cli.WithEnvFiles(lab.Path(t, ".env")),
 		cli.WithDotEnv,
-		cli.WithProfiles([]string{"load"}),
+		cli.WithProfiles([]string{"load", "contract"}),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -57,15 +57,15 @@ func TestComposeVariablesComeFromEnv(t *testing.T) {
 
 func TestComposeServices(t *testing.T) {
 	p := loadCompose(t)
-	want := []string{"app", "nginx", "nginx-log-exporter", "nginx-exporter", "prometheus", "grafana", "node-exporter", "cadvisor", "k6", "wrk"}
+	want := []string{"app", "nginx", "nginx-log-exporter", "nginx-exporter", "prometheus", "grafana", "node-exporter", "cadvisor", "k6", "wrk", "contract"}
 	for _, name := range want {
 		if _, ok := p.Services[name]; !ok {
 			t.Errorf("service %q missing", name)
 		}
 	}
-	for _, gen := range []string{"k6", "wrk"} {
-		if got := p.Services[gen].Profiles; len(got) != 1 || got[0] != "load" {
-			t.Errorf("%s profiles = %v, want [load] so `make up` does not start a load", gen, got)
+	for name, profile := range map[string]string{"k6": "load", "wrk": "load", "contract": "contract"} {
+		if got := p.Services[name].Profiles; len(got) != 1 || got[0] != profile {
+			t.Errorf("%s profiles = %v, want [%s] so that `make up` does not start it", name, got, profile)
 		}
 	}
 }
@@ -108,6 +108,7 @@ func TestComposeHealthAndOrder(t *testing.T) {
 		"nginx-exporter": "scratch image: no shell, no wget",
 		"k6":             "runs once and exits",
 		"wrk":            "runs once per phase and exits",
+		"contract":       "runs once per step and exits",
 	}
 	for name, s := range p.Services {
 		if _, ok := noHealthcheck[name]; ok {

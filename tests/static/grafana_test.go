@@ -6,11 +6,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 	"gopkg.in/yaml.v3"
 
+	"uds-lab/contract/panels"
 	"uds-lab/tests/internal/lab"
 )
 
@@ -236,5 +240,42 @@ func walk(v any, fn func(key string, v any)) {
 		for _, child := range x {
 			walk(child, fn)
 		}
+	}
+}
+
+// make contract names the panels an app leaves empty by finding the app's
+// metrics in the dashboards with a pattern (services/contract/panels); it must
+// find exactly what Prometheus's parser finds: app_* metrics, and any other
+// selected with job="app".
+func TestContractFindsAppMetrics(t *testing.T) {
+	total := 0
+	for _, q := range lab.PanelQueries(t) {
+		e, err := parser.ParseExpr(lab.Substitute(q.Expr, grafanaSamples))
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		want := []string{}
+		parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+			vs, ok := n.(*parser.VectorSelector)
+			if !ok {
+				return nil
+			}
+			app := strings.HasPrefix(vs.Name, "app_")
+			for _, m := range vs.LabelMatchers {
+				app = app || (m.Name == "job" && m.Type == labels.MatchEqual && m.Value == "app")
+			}
+			if app && !slices.Contains(want, vs.Name) {
+				want = append(want, vs.Name)
+			}
+			return nil
+		})
+		slices.Sort(want)
+		total += len(want)
+		if got := panels.AppMetrics(q.Expr); !slices.Equal(got, want) {
+			t.Errorf("%s: contract finds %v, the parser %v\n  %s", q, got, want, q.Expr)
+		}
+	}
+	if total == 0 {
+		t.Error("no app metric in any panel")
 	}
 }

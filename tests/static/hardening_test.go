@@ -15,7 +15,7 @@ import (
 // escalation and a read-only root file system.
 func TestHardenedServices(t *testing.T) {
 	p := loadCompose(t)
-	for _, name := range []string{"app", "nginx", "nginx-log-exporter"} {
+	for _, name := range []string{"app", "nginx", "nginx-log-exporter", "contract"} {
 		s := p.Services[name]
 		if name != "nginx-log-exporter" && (s.User == "" || s.User == "root" || strings.HasPrefix(s.User, "0:") || s.User == "0") {
 			t.Errorf("%s: user %q, want a non-root uid:gid", name, s.User)
@@ -45,16 +45,27 @@ func TestSocketVolume(t *testing.T) {
 			}
 			switch name {
 			case "app":
-			case "nginx":
+			case "nginx", "contract":
 				if !v.ReadOnly {
-					t.Errorf("nginx mounts the socket volume writable")
+					t.Errorf("%s mounts the socket volume writable", name)
 				}
 			default:
 				t.Errorf("%s mounts the socket volume", name)
 			}
 		}
 	}
-	mode := *p.Services["app"].Environment["APP_SOCKET_MODE"]
+	// The contract check reaches the app as nginx does: same user, same socket, same port.
+	app, nginx, contract := p.Services["app"], p.Services["nginx"], p.Services["contract"]
+	if contract.User != nginx.User {
+		t.Errorf("contract runs as %q, nginx as %q", contract.User, nginx.User)
+	}
+	if c, a := *contract.Environment["CONTRACT_SOCKET"], *app.Environment["APP_UNIX_SOCKET"]; c != a {
+		t.Errorf("contract checks the socket %q, the app listens on %q", c, a)
+	}
+	if c, n := *contract.Environment["CONTRACT_TCP"], *nginx.Environment["APP_TCP_UPSTREAM"]; c != n {
+		t.Errorf("contract checks %q, nginx proxies to %q", c, n)
+	}
+	mode := *app.Environment["APP_SOCKET_MODE"]
 	if mode == "" || strings.ContainsAny(mode[len(mode)-1:], "2367") {
 		t.Errorf("APP_SOCKET_MODE=%q: others must not have write access", mode)
 	}

@@ -1,0 +1,111 @@
+// Command contract checks a running app against uds-lab's app contract (README,
+// "Swap in your app"). It runs in the lab's network as nginx's user, with the
+// socket volume mounted as nginx has it, so what it can reach nginx can too.
+// scripts/contract.py starts the app and runs it once per step; each step
+// prints its clauses as JSON lines.
+//
+//	contract check    routes on both listeners, health, metrics, socket mode
+//	contract others   the socket refuses a user outside nginx's group
+//	contract wait     the app is ready on both listeners (after a restart)
+//	contract drain    requests in flight when SIGTERM comes are answered,
+//	                  then the listeners close and the socket is removed
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+)
+
+func main() {
+	if err := run(os.Args, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "contract: %v\n", err)
+		os.Exit(2)
+	}
+}
+
+// Config: where the app is, and what the lab will ask of it.
+type Config struct {
+	TCP        string        // CONTRACT_TCP, host:port of the app's TCP listener
+	Socket     string        // CONTRACT_SOCKET, the app's Unix socket
+	Dashboards string        // CONTRACT_DASHBOARDS, folder of grafana/dashboards
+	Workloads  string        // CONTRACT_WORKLOADS, k6/workloads.json
+	Wait       time.Duration // CONTRACT_WAIT, how long the app may take to be ready
+	Params     map[string]string
+}
+
+func loadConfig(getenv func(string) string) (Config, error) {
+	c := Config{
+		TCP:        or(getenv("CONTRACT_TCP"), "app:8080"),
+		Socket:     or(getenv("CONTRACT_SOCKET"), "/sock/app.sock"),
+		Dashboards: or(getenv("CONTRACT_DASHBOARDS"), "/dashboards"),
+		Workloads:  or(getenv("CONTRACT_WORKLOADS"), "/k6/workloads.json"),
+		Wait:       30 * time.Second,
+		Params:     map[string]string{},
+	}
+	if v := getenv("CONTRACT_WAIT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("CONTRACT_WAIT=%q: want a positive duration such as 30s", v)
+		}
+		c.Wait = d
+	}
+	// The workloads' parameters, as make load gives them to k6.
+	for _, k := range []string{"CPU_ITERATIONS", "SLEEP_MS", "ENDPOINT"} {
+		c.Params[k] = getenv(k)
+	}
+	for _, k := range []string{"CPU_ITERATIONS", "SLEEP_MS"} {
+		if v := c.Params[k]; v != "" {
+			if _, err := strconv.ParseUint(v, 10, 32); err != nil {
+				return c, fmt.Errorf("%s=%q: want a whole number", k, v)
+			}
+		}
+	}
+	return c, nil
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// Clause is one line of the contract's table.
+type Clause struct {
+	Name     string   `json:"clause"`
+	Required bool     `json:"required"`
+	Pass     bool     `json:"pass"`
+	Why      string   `json:"why"`
+	Panels   []string `json:"panels,omitempty"` // left empty if this fails
+	Workload string   `json:"workload,omitempty"`
+}
+
+func run(args []string, getenv func(string) string, out io.Writer) error {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	if len(args) != 2 {
+		return fmt.Errorf("usage: contract check|others|wait|drain")
+	}
+	app := newApp(cfg)
+	enc := json.NewEncoder(out)
+	emit := func(c Clause) { _ = enc.Encode(c) }
+	switch args[1] {
+	case "check":
+		return check(cfg, app, emit)
+	case "others":
+		emit(others(cfg))
+	case "wait":
+		emit(waitReady(app, cfg.Wait, "restart over a stale socket"))
+	case "drain":
+		emit(drain(app, cfg, out))
+	default:
+		return fmt.Errorf("unknown step %q: want check, others, wait or drain", args[1])
+	}
+	return nil
+}
