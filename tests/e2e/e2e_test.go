@@ -41,6 +41,7 @@ func TestLab(t *testing.T) {
 		}
 		mk(t, "clean")
 		assertNothingLeft(t, project)
+		assertNothingLeft(t, project+"-contract")
 	})
 
 	step(t, "make up", func() { mk(t, "up") })
@@ -175,16 +176,34 @@ func TestLab(t *testing.T) {
 		killUnderLoad(t, prom, nginx, testid+"-kill")
 	})
 
+	t.Run("nginx and Prometheus restarted under load: the app is unaffected", func(t *testing.T) {
+		restartUnderLoad(t, prom, nginx, testid+"-restart")
+	})
+	t.Run("overload at 10x RATE: no crash, no hang, memory under the limits", func(t *testing.T) {
+		overload(t, prom, nginx, testid+"-overload")
+	})
+	t.Run("make contract: the lab's app and the minimal app keep it", checkContracts)
+	t.Run("the lab on the minimal app: make load works", func(t *testing.T) {
+		swapApp(t, prom, nginx, minimalImage, testid+"-swap")
+	})
+	step(t, "make up: back to the lab's app", func() { mk(t, "up") })
+
 	step(t, "docker kill app, leaving its socket behind", func() {
 		id := strings.TrimSpace(run(t, "docker", "compose", "ps", "-q", "app"))
 		run(t, "docker", "kill", id)
 		// The socket file is still in the volume: what a crash leaves.
 		run(t, "docker", "compose", "exec", "-T", "nginx", "test", "-S", "/sock/app.sock")
 	})
+	stored := time.Now()
 	step(t, "make down; make up with the stale socket", func() {
 		mk(t, "down")
 		mk(t, "up")
 	})
+	// Prometheus's data is in a named volume: make down keeps it (make clean,
+	// at the end, deletes it: see assertNothingLeft).
+	if n := len(promAPI(t, prom, "query", url.Values{"query": {`up{job="app"}`}, "time": {fmt.Sprint(stored.Unix())}})); n != 1 {
+		t.Errorf("after make down and make up, up{job=\"app\"} before the down: %d series, want 1", n)
+	}
 	for _, p := range paths {
 		body := get(t, nginx+"/"+p.path+"/ping")
 		if strings.TrimSpace(body) != `{"message":"pong"}` {

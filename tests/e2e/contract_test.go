@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"uds-lab/tests/internal/lab"
+)
+
+// The reference app, built here from services/minimal-app as a user would
+// build their own image.
+const minimalImage = "uds-lab-e2e/minimal-app:local"
+
+type contractResult struct {
+	Image   string `json:"image"`
+	OK      bool   `json:"ok"`
+	Clauses []struct {
+		Clause   string   `json:"clause"`
+		Required bool     `json:"required"`
+		Pass     bool     `json:"pass"`
+		Why      string   `json:"why"`
+		Panels   []string `json:"panels"`
+		Workload string   `json:"workload"`
+	} `json:"clauses"`
+}
+
+// contract runs `make contract` (APP_IMAGE=image unless empty) and reads its JSON.
+func contract(t *testing.T, image string) contractResult {
+	t.Helper()
+	args := []string{"contract"}
+	if image != "" {
+		args = append(args, "APP_IMAGE="+image)
+	}
+	mk(t, args...)
+	var r contractResult
+	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", "contract.json"))), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK {
+		t.Errorf("%s: contract not kept", r.Image)
+	}
+	names := map[string]bool{}
+	for _, c := range r.Clauses {
+		names[c.Clause] = true
+		if c.Required && !c.Pass {
+			t.Errorf("%s: %s: %s", r.Image, c.Clause, c.Why)
+		}
+	}
+	for _, want := range []string{"image HEALTHCHECK turns healthy", "socket: refused to other users",
+		"restart over a stale socket", "SIGTERM: requests in flight answered, socket removed", "route /ping"} {
+		if !names[want] {
+			t.Errorf("%s: no clause %q", r.Image, want)
+		}
+	}
+	return r
+}
+
+func checkContracts(t *testing.T) {
+	own := contract(t, "")
+	for _, c := range own.Clauses {
+		if !c.Pass {
+			t.Errorf("the lab's app fails %s: %s", c.Clause, c.Why)
+		}
+	}
+	step(t, "build "+minimalImage, func() {
+		run(t, "docker", "build", "-q", "--build-arg", "GO_IMAGE="+os.Getenv("GO_IMAGE"), "-t", minimalImage, "services/minimal-app")
+	})
+	min := contract(t, minimalImage)
+	// It leaves out routes and metrics on purpose: the table must say so.
+	optional := map[string]contractFailure{}
+	for _, c := range min.Clauses {
+		if !c.Pass {
+			optional[c.Clause] = contractFailure{c.Workload, c.Panels}
+		}
+	}
+	if f := optional["route /cpu/"+lab.Env(t)["CPU_ITERATIONS"]]; f.workload != "cpu" {
+		t.Errorf("minimal app: no failed cpu route naming its workload: %v", optional)
+	}
+	if f := optional["metric app_connections_accepted_total"]; len(f.panels) == 0 {
+		t.Errorf("minimal app: no failed connections metric naming its panels: %v", optional)
+	}
+}
+
+type contractFailure struct {
+	workload string
+	panels   []string
+}
+
+// swapApp runs the lab on another app image: nginx restarts with it (its
+// upstream address is resolved at start), and make load works through it.
+func swapApp(t *testing.T, prom, nginx, image, testid string) {
+	nginxBefore := inspectService(t, "nginx")
+	step(t, "make up APP_IMAGE="+image, func() { mk(t, "up", "APP_IMAGE="+image) })
+	if got := strings.TrimSpace(run(t, "docker", "inspect", "-f", "{{.Config.Image}}", inspectService(t, "app").ID)); got != image {
+		t.Fatalf("app runs %s, want %s", got, image)
+	}
+	if inspectService(t, "nginx").StartedAt == nginxBefore.StartedAt {
+		t.Errorf("nginx was not restarted with the new app: it would keep the old app's address")
+	}
+	before := appCounters(t, prom).requests
+	step(t, "make load on "+image, func() {
+		mk(t, "load", "TESTID="+testid, "SCENARIO=ping", "PATHS=tcp,uds,tcp-ka,uds-ka",
+			"RATE=50", "DURATION=5", "ROUNDS=1", "WARMUP=0")
+	})
+	waitFor(t, "k6's and the app's counts", 60*time.Second, func() error {
+		k6 := vector(t, prom, fmt.Sprintf(`sum by (path) (k6_http_reqs_total{testid=%q, expected_response="true"})`, testid), "path")
+		after := appCounters(t, prom).requests
+		for _, l := range []string{"tcp", "unix"} {
+			var sent float64
+			for _, p := range paths {
+				if p.listener == l {
+					if k6[p.path] == 0 {
+						return fmt.Errorf("/%s/: no successful k6 requests", p.path)
+					}
+					sent += k6[p.path]
+				}
+			}
+			if got := after[l] - before[l]; got != sent {
+				return fmt.Errorf("%s: listener %s counted %v /ping, k6 got %v answers", image, l, got, sent)
+			}
+		}
+		return nil
+	})
+	if failed := vector(t, prom, fmt.Sprintf(`sum(k6_http_reqs_total{testid=%q, expected_response="false"})`, testid), "")[""]; failed != 0 {
+		t.Errorf("%s: %v k6 requests failed", image, failed)
+	}
+}

@@ -1,0 +1,265 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"uds-lab/tests/internal/lab"
+)
+
+// background starts `make load` with args and returns a wait function that
+// gives its output and whether it ended within limit (a hang is a failure).
+func background(t *testing.T, limit time.Duration, args ...string) func() (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	cmd := exec.CommandContext(ctx, "make", append([]string{"load"}, args...)...)
+	cmd.Dir = lab.Root(t)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return func() (string, error) {
+		defer cancel()
+		err := cmd.Wait()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t.Fatalf("make load %v still running after %s: killed\n%s", args, limit, out.String())
+		}
+		return out.String(), err
+	}
+}
+
+// container is what docker knows of a service's container.
+type container struct {
+	ID, StartedAt string
+	Restarts      int
+	OOMKilled     bool
+	Health        string
+}
+
+func inspectService(t *testing.T, service string) container {
+	t.Helper()
+	id := strings.TrimSpace(run(t, "docker", "compose", "ps", "-q", service))
+	f := strings.Fields(run(t, "docker", "inspect", "-f",
+		"{{.Id}} {{.State.StartedAt}} {{.RestartCount}} {{.State.OOMKilled}} {{if .State.Health}}{{.State.Health.Status}}{{end}}", id))
+	c := container{ID: f[0], StartedAt: f[1], OOMKilled: f[3] == "true"}
+	c.Restarts, _ = strconv.Atoi(f[2])
+	if len(f) > 4 {
+		c.Health = f[4]
+	}
+	return c
+}
+
+// phases reads k6's per-phase statistics from results/<testid>/load.json.
+func phases(t *testing.T, testid string) (requests, failed, dropped float64) {
+	t.Helper()
+	var l struct {
+		Phases []struct {
+			Requests   float64 `json:"requests"`
+			FailedRate float64 `json:"failed_rate"`
+			Dropped    float64 `json:"dropped_iterations"`
+		} `json:"phases"`
+	}
+	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", testid, "load.json"))), &l); err != nil {
+		t.Fatalf("results/%s/load.json: %v", testid, err)
+	}
+	for _, p := range l.Phases {
+		requests += p.Requests
+		failed += p.Requests * p.FailedRate
+		dropped += p.Dropped
+	}
+	return requests, failed, dropped
+}
+
+// until polls ok every 100 ms and returns how long it took to hold.
+func until(t *testing.T, what string, limit time.Duration, ok func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !ok() {
+		if time.Since(start) > limit {
+			t.Fatalf("%s: not within %s", what, limit)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func status(u string) int {
+	resp, err := http.Get(u)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// restartUnderLoad restarts nginx, then Prometheus, during a fixed-rate load:
+// the app keeps running and serves every request nginx passes on, and
+// Prometheus keeps what it stored before its restart.
+func restartUnderLoad(t *testing.T, prom, nginx, testid string) {
+	app := inspectService(t, "app")
+	before := appCounters(t, prom).requests
+	wait := background(t, 3*time.Minute, "TESTID="+testid, "SCENARIO=ping", "PATHS=tcp,uds",
+		"RATE=50", "DURATION=15", "ROUNDS=1", "WARMUP=0")
+	time.Sleep(10 * time.Second) // k6 starting, then a few seconds of load
+	marked := time.Now()
+
+	// Each outage counts from the restart command to serving again.
+	restart := func(service string, limit time.Duration, ok func() bool) time.Duration {
+		start := time.Now()
+		run(t, "docker", "compose", "restart", service)
+		until(t, service+" serving after its restart", limit, ok)
+		return time.Since(start)
+	}
+	nginxBack := restart("nginx", 30*time.Second, func() bool {
+		return status(nginx+"/tcp/ping") == 200 && status(nginx+"/uds/ping") == 200
+	})
+	promBack := restart("prometheus", 60*time.Second, func() bool { return status(prom+"/-/ready") == 200 })
+	_, _ = wait() // more than 1% failed while nginx was down: k6's threshold fails, as it should
+
+	requests, failed, _ := phases(t, testid)
+	var counted float64
+	waitFor(t, "the app's counters after the load", 30*time.Second, func() error {
+		after := appCounters(t, prom).requests
+		counted = after["tcp"] + after["unix"] - before["tcp"] - before["unix"]
+		if served := requests - failed; counted < served {
+			return fmt.Errorf("app counted %v /ping since the load began, k6 got %v answers", counted, served)
+		}
+		return nil
+	})
+	t.Logf("docker compose restart under 50 req/s: nginx serving again %.2f s after the command, Prometheus ready %.2f s after; "+
+		"k6: %.0f of %.0f requests failed; the app counted %.0f", nginxBack.Seconds(), promBack.Seconds(), failed, requests, counted)
+	if served := requests - failed; counted > served+2 {
+		t.Errorf("app counted %v requests, k6 got %v answers: more than the in-flight slack", counted, served)
+	}
+	now := inspectService(t, "app")
+	if now.StartedAt != app.StartedAt || now.Restarts != app.Restarts || now.Health != "healthy" {
+		t.Errorf("the app was touched: before %+v, after %+v", app, now)
+	}
+	if v := vector(t, prom, `sum(app_http_requests_total{code=~"5.."})`, "")[""]; v != 0 {
+		t.Errorf("the app answered %v requests with 5xx", v)
+	}
+	// What Prometheus stored before its restart is still there (its volume).
+	if n := len(promAPI(t, prom, "query", url.Values{
+		"query": {`up{job="app"}`}, "time": {fmt.Sprint(marked.Unix())},
+	})); n != 1 {
+		t.Errorf("up{job=\"app\"} at %s (before the restart): %d series, want 1", marked.Format(time.TimeOnly), n)
+	}
+}
+
+// peakMemory reads the highest memory use of a container's cgroup (v2:
+// memory.peak; v1: memory.max_usage_in_bytes), after reset if asked.
+func peakMemory(t *testing.T, id string, reset bool) (int64, string) {
+	t.Helper()
+	for _, f := range []string{
+		"/sys/fs/cgroup/system.slice/docker-" + id + ".scope/memory.peak",
+		"/sys/fs/cgroup/docker/" + id + "/memory.peak",
+		"/sys/fs/cgroup/memory/docker/" + id + "/memory.max_usage_in_bytes",
+		"/sys/fs/cgroup/memory/system.slice/docker-" + id + ".scope/memory.max_usage_in_bytes",
+	} {
+		if reset {
+			_ = os.WriteFile(f, []byte("0"), 0) // resettable on cgroup v1 and on v2 from Linux 6.12
+		}
+		b, err := os.ReadFile(f)
+		if err == nil {
+			v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			if err == nil {
+				return v, filepath.Base(f)
+			}
+		}
+	}
+	t.Fatalf("no memory.peak or memory.max_usage_in_bytes for container %s", id)
+	return 0, ""
+}
+
+// overload drives 10 times .env's RATE for a bounded time: nothing crashes or
+// hangs, memory stays under each limit, and every failure k6 sees is a 5xx
+// or a timeout/connection error (status 0), never another answer.
+func overload(t *testing.T, prom, nginx, testid string) {
+	env := lab.Env(t)
+	base, _ := strconv.Atoi(env["RATE"])
+	rate := 10 * base
+	limits := map[string]string{"app": env["APP_MEMORY"], "nginx": env["NGINX_MEMORY"]}
+	before := map[string]container{}
+	for s := range limits {
+		before[s] = inspectService(t, s)
+		peakMemory(t, before[s].ID, true)
+	}
+	start := time.Now()
+	out, err := background(t, 3*time.Minute, "TESTID="+testid, "SCENARIO=ping", "PATHS=tcp,uds",
+		fmt.Sprintf("RATE=%d", rate), "DURATION=15", "ROUNDS=1", "WARMUP=0")()
+	took := time.Since(start)
+	requests, failed, dropped := phases(t, testid)
+	if requests == 0 {
+		t.Fatalf("no k6 results (%v):\n%s", err, out)
+	}
+	var figures []string
+	for s, limit := range limits {
+		now := inspectService(t, s)
+		if now.Restarts != before[s].Restarts || now.OOMKilled || now.StartedAt != before[s].StartedAt {
+			t.Errorf("%s crashed or was restarted under overload: before %+v, after %+v", s, before[s], now)
+		}
+		peak, source := peakMemory(t, now.ID, false)
+		max := parseBytes(t, limit)
+		if peak >= max {
+			t.Errorf("%s: peak memory %d bytes, limit %s", s, peak, limit)
+		}
+		figures = append(figures, fmt.Sprintf("%s peak %.1f MiB of %s (%s)", s, float64(peak)/(1<<20), limit, source))
+	}
+	// k6's status tags: 200, 5xx, or 0 for timeouts and connection errors.
+	var statuses map[string]float64
+	waitFor(t, "k6's last push", 30*time.Second, func() error {
+		statuses = vector(t, prom, fmt.Sprintf(`sum by (status) (k6_http_reqs_total{testid=%q})`, testid), "status")
+		var sum float64
+		for _, v := range statuses {
+			sum += v
+		}
+		if sum != requests {
+			return fmt.Errorf("Prometheus has %v of k6's %v requests", sum, requests)
+		}
+		return nil
+	})
+	for s := range statuses {
+		if s != "200" && s != "0" && !strings.HasPrefix(s, "5") {
+			t.Errorf("status %s under overload: want 200, 5xx or 0 (timeout)", s)
+		}
+	}
+	back := until(t, "every path serving after the overload", 10*time.Second, func() bool {
+		for _, p := range paths {
+			if status(nginx+"/"+p.path+"/ping") != 200 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("overload at %d req/s (10x RATE) on /tcp/ and /uds/, 15 s each: make load ended after %.0f s; "+
+		"k6 sent %.0f requests (%.0f req/s), %.0f failed, %.0f iterations dropped by k6; statuses %v; %s; "+
+		"every path served again %.2f s after", rate, took.Seconds(), requests, requests/30, failed, dropped,
+		statuses, strings.Join(figures, ", "), back.Seconds())
+}
+
+// parseBytes reads a compose memory size such as 256m.
+func parseBytes(t *testing.T, s string) int64 {
+	t.Helper()
+	mult := map[byte]int64{'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30}[s[len(s)-1]]
+	if mult == 0 {
+		mult, s = 1, s+"_"
+	}
+	v, err := strconv.ParseInt(s[:len(s)-1], 10, 64)
+	if err != nil {
+		t.Fatalf("memory limit %q: %v", s, err)
+	}
+	return v * mult
+}
