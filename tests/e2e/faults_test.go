@@ -141,8 +141,10 @@ func restartUnderLoad(t *testing.T, prom, nginx, testid string) {
 	})
 	t.Logf("docker compose restart under 50 req/s: nginx serving again %.2f s after the command, Prometheus ready %.2f s after; "+
 		"k6: %.0f of %.0f requests failed; the app counted %.0f", nginxBack.Seconds(), promBack.Seconds(), failed, requests, counted)
-	if served := requests - failed; counted > served+2 {
-		t.Errorf("app counted %v requests, k6 got %v answers: more than the in-flight slack", counted, served)
+	// A request k6 saw fail may still have reached the app (its answer lost
+	// while nginx stopped), so the app counts at most what k6 sent.
+	if counted > requests {
+		t.Errorf("app counted %v requests, k6 sent only %v", counted, requests)
 	}
 	now := inspectService(t, "app")
 	if now.StartedAt != app.StartedAt || now.Restarts != app.Restarts || now.Health != "healthy" {
