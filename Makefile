@@ -32,6 +32,8 @@ up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset
 	@echo
 	@echo "uds-lab is up:"
 	@echo "  nginx paths  http://127.0.0.1:$(call env,NGINX_PORT)/{tcp,uds,tcp-ka,uds-ka}/ping"
+	@echo "  nginx-lo     /{tcp-lo,tcp-lo-ka,uds-lo,uds-lo-ka}/ping, inside the lab only:"
+	@echo "               $(COMPOSE) exec nginx curl -s http://app:8090/tcp-lo/ping"
 	@echo "  Grafana      http://127.0.0.1:$(call env,GRAFANA_PORT)/  (anonymous viewer; admin password in .env)"
 	@echo "  Prometheus   http://127.0.0.1:$(call env,PROMETHEUS_PORT)/"
 	@echo "Next: make load"

@@ -26,9 +26,11 @@ def svc(name):
     return f'container_label_com_docker_compose_service="{name}"'
 
 
-# One colour per path and per listener, the same on every panel.
+# The lab's paths and workloads.
+CATALOGUE = json.loads((Path(__file__).resolve().parent.parent / "catalogue.json").read_text())
+# One colour per path (the catalogue's, as in the report) and per listener, the same on every panel.
 COLOURS = {
-    "tcp": "orange", "uds": "green", "tcp-ka": "red", "uds-ka": "blue",
+    **{name: p["colour"] for name, p in CATALOGUE["paths"].items()},
     "unix": "green", "app": "purple", "nginx": "yellow", "k6": "light-blue",
 }
 

@@ -1,12 +1,12 @@
 // uds-lab load: the same requests through each nginx path, one path at a time,
-// at a fixed rate, in alternating rounds (tcp, uds, tcp-ka, uds-ka, then again)
+// at a fixed rate, in alternating rounds (tcp, uds, tcp-ka, ..., then again)
 // so that drift over time spreads evenly over the paths. Each workload starts
 // with a warm-up phase per path that the report leaves out.
 //
 // Settings from the environment (compose passes them from .env or your shell):
 //   MODE      rate (fixed rate) or max (find each path's limit) rate
-//   SCENARIO  comma list of workloads (k6/workloads.json)      ping
-//   PATHS     comma list of tcp,uds,tcp-ka,uds-ka             all four
+//   SCENARIO  comma list of workloads (catalogue.json)         ping
+//   PATHS     comma list of paths (catalogue.json)            all of them
 //   RATE      requests per second in every phase              500
 //   DURATION  seconds per measured phase                      20
 //   ROUNDS    measured phases per path and workload           3
@@ -15,13 +15,15 @@
 //   ENDPOINT  app route for SCENARIO=custom (your own app)    /ping
 //   CPU_ITERATIONS, SLEEP_MS  parameters of the cpu and sleep workloads
 //   TESTID    the run's label in Prometheus and results/      set by `make load`
-//   BASE_URL  nginx as k6 reaches it                          http://nginx:8080
+//   CATALOGUE the paths and workloads                         /catalogue.json
+// Each path is reached at its nginx's URL (catalogue.json, "nginx") + /<path>.
 // At the end it writes results/<TESTID>/load.json: the plan (each phase's start
 // and length) and k6's own statistics per phase, which `make report` reads.
 import http from 'k6/http';
 import { check } from 'k6';
 
-const KNOWN_PATHS = ['tcp', 'uds', 'tcp-ka', 'uds-ka'];
+const CATALOGUE = JSON.parse(open(__ENV.CATALOGUE || '/catalogue.json'));
+const KNOWN_PATHS = Object.keys(CATALOGUE.paths);
 // Pause between phases: one phase's tail (closing connections, GC) stays out of the next.
 const GAP_SECONDS = 2;
 
@@ -52,15 +54,12 @@ const SLEEP_MS = wholeNumber('SLEEP_MS', 10, 0);
 const ENDPOINT = setting('ENDPOINT', '/ping');
 if (!ENDPOINT.startsWith('/')) throw new Error(`ENDPOINT="${ENDPOINT}": must start with /`);
 
-// The seed workloads, one app route each, shared with `make max GENERATOR=wrk`:
-// ping (small JSON), payload sizes, download-file (c.File: sendfile over TCP),
-// download-stream (io.CopyBuffer: userland copy), cpu (CPU-bound), sleep (slow),
-// custom (ENDPOINT: your own route).
+// The workloads, one app route each, shared with `make max GENERATOR=wrk`.
 const PARAMS = { CPU_ITERATIONS, SLEEP_MS, ENDPOINT };
 const WORKLOADS = Object.fromEntries(
-  Object.entries(JSON.parse(open('./workloads.json'))).map(([name, route]) => [
+  Object.entries(CATALOGUE.workloads).map(([name, w]) => [
     name,
-    route.replace(/\{([A-Z_]+)\}/g, (_, p) => String(PARAMS[p])),
+    w.route.replace(/\{([A-Z_]+)\}/g, (_, p) => String(PARAMS[p])),
   ]),
 );
 
@@ -68,7 +67,10 @@ const WORKLOADS = Object.fromEntries(
 // max: CONNECTIONS virtual users sending back to back, to find each path's limit.
 const MODE = setting('MODE', 'rate');
 if (!['rate', 'max'].includes(MODE)) throw new Error(`MODE="${MODE}": must be rate or max`);
-const BASE_URL = setting('BASE_URL', 'http://nginx:8080').replace(/\/$/, '');
+// Where k6 reaches each path: its nginx's URL.
+const URLS = Object.fromEntries(
+  Object.entries(CATALOGUE.paths).map(([name, p]) => [name, `${CATALOGUE.nginx[p.nginx].url}/${name}`]),
+);
 const SETTINGS = {
   workloads: list('SCENARIO', 'ping', Object.keys(WORKLOADS)),
   paths: list('PATHS', KNOWN_PATHS.join(','), KNOWN_PATHS),
@@ -119,7 +121,7 @@ for (const ph of PHASES) {
   const common = {
     startTime: `${ph.start_offset_s}s`,
     exec: 'hit',
-    env: { LAB_URL: `${BASE_URL}/${ph.path}${ph.endpoint}`, LAB_NAME: `/${ph.path}${ph.endpoint}` },
+    env: { LAB_URL: `${URLS[ph.path]}${ph.endpoint}`, LAB_NAME: `/${ph.path}${ph.endpoint}` },
     tags: { path: ph.path, workload: ph.workload, round: String(ph.round), phase: ph.phase },
   };
   scenarios[ph.name] = MODE === 'max'
@@ -202,7 +204,7 @@ export function handleSummary(data) {
   if (failedThresholds.length > 0) lines.push('', `thresholds failed: ${failedThresholds.join(', ')}`);
   const out = {
     testid: TESTID,
-    base_url: BASE_URL,
+    urls: Object.fromEntries(SETTINGS.paths.map((p) => [p, URLS[p]])),
     start_ms: data.setup_data ? data.setup_data.start_ms : null,
     gap_s: GAP_SECONDS,
     settings: SETTINGS,

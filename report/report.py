@@ -23,8 +23,9 @@ import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
 
-# Path colours, the same as the Grafana dashboards.
-PATH_COLOURS = {"tcp": "orange", "uds": "green", "tcp-ka": "red", "uds-ka": "blue"}
+# The lab's paths (catalogue.json); their colours are the dashboards' too.
+CATALOGUE = json.loads((Path(__file__).resolve().parent.parent / "catalogue.json").read_text())
+PATH_COLOURS = {name: p["colour"] for name, p in CATALOGUE["paths"].items()}
 BASELINE = "tcp"
 # The app's requests that are load, not the lab's own scrapes and healthchecks.
 APP_LOAD = 'job="app",route!~"/metrics|/healthz|/readyz"'

@@ -50,7 +50,7 @@ def wrk_run(args):
     """wrk on its own, same plan: per path and round, wrk's own requests/s."""
     env = {"DURATION": str(args.duration), "ROUNDS": str(args.rounds), "WARMUP": str(args.warmup),
            "CONNECTIONS": str(args.connections)}
-    s = maxrun.read_settings(env, json.loads((ROOT / "k6" / "workloads.json").read_text()))
+    s = maxrun.read_settings(env, maxrun.CATALOGUE["workloads"])
     compose = os.environ.get("COMPOSE", "docker compose").split()
     subprocess.run(compose + ["--profile", "load", "build", "wrk"], cwd=ROOT, check=True, capture_output=True)
     out = {}

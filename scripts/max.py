@@ -18,9 +18,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KNOWN_PATHS = ["tcp", "uds", "tcp-ka", "uds-ka"]
+# The paths, their nginx's URLs and the workloads, as k6/load.js reads them.
+CATALOGUE = json.loads((ROOT / "catalogue.json").read_text())
+KNOWN_PATHS = list(CATALOGUE["paths"])
+URLS = {name: f"{CATALOGUE['nginx'][p['nginx']]['url']}/{name}" for name, p in CATALOGUE["paths"].items()}
 GAP_SECONDS = 2  # as k6/load.js: one phase's tail stays out of the next
-BASE_URL = "http://nginx:8080"
 
 
 class SettingError(Exception):
@@ -72,9 +74,9 @@ def read_settings(env, workloads):
 
 
 def routes(workloads, s):
-    """k6/workloads.json with its {PARAMETERS} filled in: the same routes k6 uses."""
+    """The catalogue's workload routes with their {PARAMETERS} filled in: the same routes k6 uses."""
     params = {"CPU_ITERATIONS": s["cpu_iterations"], "SLEEP_MS": s["sleep_ms"], "ENDPOINT": s["endpoint"]}
-    return {w: re.sub(r"\{([A-Z_]+)\}", lambda m: str(params[m.group(1)]), r) for w, r in workloads.items()}
+    return {w: re.sub(r"\{([A-Z_]+)\}", lambda m: str(params[m.group(1)]), d["route"]) for w, d in workloads.items()}
 
 
 def plan(s, route):
@@ -102,7 +104,7 @@ def parse_output(out):
 
 
 def run_phase(compose, s, phase):
-    url = f"{BASE_URL}/{phase['path']}{phase['endpoint']}"
+    url = f"{URLS[phase['path']]}{phase['endpoint']}"
     script = (
         f"date +%s%3N; wrk --script /wrk/summary.lua -t{s['threads']} -c{s['connections']} "
         f"-d{phase['duration_s']}s --latency {shlex.quote(url)}; date +%s%3N"
@@ -120,7 +122,7 @@ def main():
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", testid):
         print(f'TESTID="{testid}": use letters, digits, . _ -', file=sys.stderr)
         return 2
-    workloads = json.loads((ROOT / "k6" / "workloads.json").read_text())
+    workloads = CATALOGUE["workloads"]
     try:
         s = read_settings(env, workloads)
     except SettingError as e:
@@ -152,7 +154,7 @@ def main():
     requests = sum(p["requests"] for p in measured)
     failed = sum(p["failed_rate"] * p["requests"] for p in measured)
     out = {
-        "testid": testid, "base_url": BASE_URL, "start_ms": t0, "gap_s": GAP_SECONDS, "settings": s,
+        "testid": testid, "urls": {p: URLS[p] for p in s["paths"]}, "start_ms": t0, "gap_s": GAP_SECONDS, "settings": s,
         "phases": phases, "totals": {"requests": requests, "failed_rate": failed / requests if requests else 0},
         "thresholds_failed": ["http_req_failed"] if requests and failed / requests >= 0.01 else [],
     }

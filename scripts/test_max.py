@@ -9,7 +9,7 @@ _spec = importlib.util.spec_from_file_location("uds_lab_max", Path(__file__).res
 mx = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(mx)
 
-WORKLOADS = json.loads((mx.ROOT / "k6" / "workloads.json").read_text())
+WORKLOADS = mx.CATALOGUE["workloads"]
 
 
 def test_defaults_and_routes_match_k6s_workloads():

@@ -61,8 +61,11 @@ type Metrics struct {
 
 	// Per-listener children resolved once, so hot paths skip the label lookup.
 	inFlight [numListeners]prometheus.Gauge
-	accepted [numListeners]prometheus.Counter
 	open     [numListeners]prometheus.Gauge
+	// Accepted connections by peer: TCP from loopback (nginx-lo, in this
+	// network namespace) or from the network (nginx across the bridge), and
+	// the Unix socket's (always local).
+	acceptedLoopback, acceptedNetwork, acceptedUnix prometheus.Counter
 
 	// codes caches status-code label strings to avoid a per-request
 	// strconv allocation.
@@ -101,8 +104,8 @@ func NewMetrics() *Metrics {
 	}, []string{"listener"})
 	accepted := f.NewCounterVec(prometheus.CounterOpts{
 		Name: "app_connections_accepted_total",
-		Help: "Connections accepted, by listener; compare with requests to see keepalive reuse.",
-	}, []string{"listener"})
+		Help: "Connections accepted, by listener and peer (tcp: loopback or network; unix: local); compare with requests to see keepalive reuse.",
+	}, []string{"listener", "peer"})
 	open := f.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "app_connections_open",
 		Help: "Connections currently open, by listener.",
@@ -111,9 +114,11 @@ func NewMetrics() *Metrics {
 	// Creating the children up front also makes the series exist at 0.
 	for l := listenerID(0); l < numListeners; l++ {
 		m.inFlight[l] = inFlight.WithLabelValues(l.String())
-		m.accepted[l] = accepted.WithLabelValues(l.String())
 		m.open[l] = open.WithLabelValues(l.String())
 	}
+	m.acceptedLoopback = accepted.WithLabelValues("tcp", "loopback")
+	m.acceptedNetwork = accepted.WithLabelValues("tcp", "network")
+	m.acceptedUnix = accepted.WithLabelValues("unix", "local")
 	for i := range m.codes {
 		m.codes[i] = strconv.Itoa(i)
 	}
@@ -162,17 +167,28 @@ func (m *Metrics) connState(c net.Conn, s http.ConnState) {
 	}
 }
 
-// countingListener counts accepted connections. The conn itself is returned
+// countingListener counts accepted connections by peer: loopback when the
+// peer's address is 127.0.0.0/8 or ::1, else network (a Unix socket's peer
+// has no IP: give both the same counter). The conn itself is returned
 // unwrapped so net/http can still use sendfile on *net.TCPConn.
 type countingListener struct {
 	net.Listener
-	accepted prometheus.Counter
+	loopback, network prometheus.Counter
 }
 
 func (l countingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err == nil {
-		l.accepted.Inc()
+		if fromLoopback(c.RemoteAddr()) {
+			l.loopback.Inc()
+		} else {
+			l.network.Inc()
+		}
 	}
 	return c, err
+}
+
+func fromLoopback(a net.Addr) bool {
+	t, ok := a.(*net.TCPAddr)
+	return ok && t.IP.IsLoopback()
 }

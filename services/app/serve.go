@@ -72,8 +72,8 @@ func serve(ctx context.Context, cfg Config, ready *Readiness, stdout, stderr io.
 
 	errc := make(chan error, 2)
 	for _, l := range []net.Listener{
-		countingListener{Listener: tcpL, accepted: metrics.accepted[listenerTCP]},
-		countingListener{Listener: unixS, accepted: metrics.accepted[listenerUnix]},
+		countingListener{Listener: tcpL, loopback: metrics.acceptedLoopback, network: metrics.acceptedNetwork},
+		countingListener{Listener: unixS, loopback: metrics.acceptedUnix, network: metrics.acceptedUnix},
 	} {
 		go func() { errc <- srv.Serve(l) }()
 	}

@@ -147,8 +147,13 @@ func TestMetricLabelsAndConnectionCounting(t *testing.T) {
 		t.Error("raw URL leaked into a label")
 	}
 
+	// The test's clients are on loopback; the socket's peer is local.
 	accepted := func(m, l string) float64 {
-		return metricValue(t, m, `app_connections_accepted_total{listener="`+l+`"}`)
+		peer := map[string]string{"tcp": "loopback", "unix": "local"}[l]
+		if l == "tcp" && metricValue(t, m, `app_connections_accepted_total{listener="tcp",peer="network"}`) != 0 {
+			t.Error("a connection from 127.0.0.1 was counted as peer=network")
+		}
+		return metricValue(t, m, `app_connections_accepted_total{listener="`+l+`",peer="`+peer+`"}`)
 	}
 	for _, l := range []string{"tcp", "unix"} {
 		before := accepted(scrape(), l)

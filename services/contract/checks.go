@@ -120,16 +120,24 @@ func health(a *app) Clause {
 
 type workload struct{ name, path string }
 
-// loadWorkloads reads k6/workloads.json with the parameters make load uses;
-// custom is checked only when ENDPOINT names a route of its own.
+// loadWorkloads reads the catalogue's workloads with the parameters make load
+// uses; custom is checked only when ENDPOINT names a route of its own.
 func loadWorkloads(cfg Config) ([]workload, error) {
 	b, err := os.ReadFile(cfg.Workloads)
 	if err != nil {
 		return nil, err
 	}
-	var m map[string]string
-	if err := json.Unmarshal(b, &m); err != nil {
+	var c struct {
+		Workloads map[string]struct {
+			Route string `json:"route"`
+		} `json:"workloads"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Workloads, err)
+	}
+	m := map[string]string{}
+	for name, w := range c.Workloads {
+		m[name] = w.Route
 	}
 	var out []workload
 	for name, path := range m {

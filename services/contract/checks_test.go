@@ -87,7 +87,7 @@ func startApp(t *testing.T, f flaws) *testApp {
 		TCP:        tcp.Addr().String(),
 		Socket:     sock,
 		Dashboards: filepath.Join("..", "..", "grafana", "dashboards"),
-		Workloads:  filepath.Join("..", "..", "k6", "workloads.json"),
+		Workloads:  filepath.Join("..", "..", "catalogue.json"),
 		Wait:       2 * time.Second,
 		Params:     map[string]string{"CPU_ITERATIONS": "100", "SLEEP_MS": "1", "ENDPOINT": "/ping"},
 	}}

@@ -32,7 +32,7 @@ type Config struct {
 	TCP        string        // CONTRACT_TCP, host:port of the app's TCP listener
 	Socket     string        // CONTRACT_SOCKET, the app's Unix socket
 	Dashboards string        // CONTRACT_DASHBOARDS, folder of grafana/dashboards
-	Workloads  string        // CONTRACT_WORKLOADS, k6/workloads.json
+	Workloads  string        // CONTRACT_WORKLOADS, the lab's catalogue.json
 	Wait       time.Duration // CONTRACT_WAIT, how long the app may take to be ready
 	Params     map[string]string
 }
@@ -42,7 +42,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		TCP:        or(getenv("CONTRACT_TCP"), "app:8080"),
 		Socket:     or(getenv("CONTRACT_SOCKET"), "/sock/app.sock"),
 		Dashboards: or(getenv("CONTRACT_DASHBOARDS"), "/dashboards"),
-		Workloads:  or(getenv("CONTRACT_WORKLOADS"), "/k6/workloads.json"),
+		Workloads:  or(getenv("CONTRACT_WORKLOADS"), "/catalogue.json"),
 		Wait:       30 * time.Second,
 		Params:     map[string]string{},
 	}

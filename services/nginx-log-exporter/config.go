@@ -1,8 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"regexp"
+	"sort"
 	"strconv"
 )
 
@@ -10,6 +14,8 @@ import (
 type Config struct {
 	SyslogAddr  string // UDP address nginx sends its syslog datagrams to.
 	MetricsAddr string // TCP address of /metrics and /healthz.
+	Catalogue   string // the lab's catalogue.json, whose paths are the path label's values
+	Paths       []string
 }
 
 // loadConfig reads every LOG_EXPORTER_* setting through getenv (so tests need
@@ -33,7 +39,43 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if err := validateAddr(cfg.MetricsAddr); err != nil {
 		return cfg, fmt.Errorf("LOG_EXPORTER_METRICS_ADDR=%q: %w", cfg.MetricsAddr, err)
 	}
+
+	cfg.Catalogue = get("LOG_EXPORTER_CATALOGUE", "/catalogue.json")
+	paths, err := readPaths(cfg.Catalogue)
+	if err != nil {
+		return cfg, fmt.Errorf("LOG_EXPORTER_CATALOGUE=%q: %w", cfg.Catalogue, err)
+	}
+	cfg.Paths = paths
 	return cfg, nil
+}
+
+var pathName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// readPaths returns the names of the catalogue's paths, sorted: the path
+// label's values besides "other".
+func readPaths(file string) ([]string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var c struct {
+		Paths map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("not a catalogue: %w", err)
+	}
+	if len(c.Paths) == 0 || len(c.Paths) >= maxPaths {
+		return nil, fmt.Errorf("has %d paths: want 1 to %d", len(c.Paths), maxPaths-1)
+	}
+	names := make([]string, 0, len(c.Paths))
+	for n := range c.Paths {
+		if !pathName.MatchString(n) || n == "other" {
+			return nil, fmt.Errorf("path %q: want lower-case letters, digits and dashes (not \"other\")", n)
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 // validateAddr accepts host:port or :port with a numeric port (0 picks a free

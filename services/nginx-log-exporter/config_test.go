@@ -1,21 +1,70 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
+// labCatalogue is the lab's own catalogue.json: the paths the exporter gets in compose.
+const labCatalogue = "../../catalogue.json"
+
+// envFunc is a getenv over env, with the lab's catalogue unless env names one.
 func envFunc(env map[string]string) func(string) string {
-	return func(k string) string { return env[k] }
+	return func(k string) string {
+		if v, ok := env[k]; ok || k != "LOG_EXPORTER_CATALOGUE" {
+			return v
+		}
+		return labCatalogue
+	}
 }
 
 func TestLoadConfigDefaults(t *testing.T) {
+	cfg, err := loadConfig(func(k string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), `LOG_EXPORTER_CATALOGUE="/catalogue.json"`) {
+		t.Fatalf("without /catalogue.json: got %v, want an error naming LOG_EXPORTER_CATALOGUE", err)
+	}
+	cfg, err = loadConfig(envFunc(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SyslogAddr != ":5514" || cfg.MetricsAddr != ":9114" {
+		t.Fatalf("got %+v, want the default addresses", cfg)
+	}
+}
+
+// The lab's catalogue gives the path label its values: every path nginx has.
+func TestLoadConfigReadsTheLabsPaths(t *testing.T) {
 	cfg, err := loadConfig(envFunc(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Config{SyslogAddr: ":5514", MetricsAddr: ":9114"}); cfg != want {
-		t.Fatalf("got %+v, want %+v", cfg, want)
+	got := strings.Join(cfg.Paths, ",")
+	for _, p := range []string{"tcp", "uds", "tcp-ka", "uds-ka", "tcp-lo", "tcp-lo-ka"} {
+		if !strings.Contains(","+got+",", ","+p+",") {
+			t.Errorf("paths %s lack %s", got, p)
+		}
+	}
+}
+
+func TestLoadConfigRejectsBadCatalogues(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"not json":      `paths: [tcp]`,
+		"no paths":      `{"paths": {}}`,
+		"bad name":      `{"paths": {"TCP": {}}}`,
+		"other":         `{"paths": {"other": {}}}`,
+		"name too long": `{"paths": {"` + strings.Repeat("a", 40) + `": {}}}`,
+	} {
+		file := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
+		if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := loadConfig(envFunc(map[string]string{"LOG_EXPORTER_CATALOGUE": file}))
+		if err == nil || !strings.Contains(err.Error(), "LOG_EXPORTER_CATALOGUE") {
+			t.Errorf("%s: got %v, want an error naming LOG_EXPORTER_CATALOGUE", name, err)
+		}
 	}
 }
 

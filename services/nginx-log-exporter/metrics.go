@@ -20,7 +20,8 @@ type Metrics struct {
 	linesOK        prometheus.Counter
 	linesMalformed prometheus.Counter
 	requests       *prometheus.CounterVec
-	perPath        [numPaths]pathMetrics
+	paths          *pathSet
+	perPath        []pathMetrics // by pathID
 }
 
 // pathMetrics are one path's children, resolved once so the per-line work is
@@ -34,14 +35,16 @@ type pathMetrics struct {
 	statuses [600]prometheus.Counter
 }
 
-func NewMetrics() *Metrics {
+// NewMetrics makes the metrics for these paths (catalogue.json's, plus "other").
+func NewMetrics(paths []string) *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	f := promauto.With(reg)
-	m := &Metrics{Registry: reg}
+	m := &Metrics{Registry: reg, paths: newPathSet(paths)}
+	m.perPath = make([]pathMetrics, len(m.paths.names))
 
 	lines := f.NewCounterVec(prometheus.CounterOpts{
 		Name: "nginx_log_lines_total",
@@ -52,7 +55,7 @@ func NewMetrics() *Metrics {
 
 	m.requests = f.NewCounterVec(prometheus.CounterOpts{
 		Name: "nginx_location_requests_total",
-		Help: "Requests logged by nginx, by location (first URI segment: tcp, uds, tcp-ka, uds-ka or other) and status code (or invalid).",
+		Help: "Requests logged by nginx, by location (first URI segment: one of the lab's paths, or other) and status code (or invalid).",
 	}, []string{"path", "status"})
 	hist := func(name, help string) *prometheus.HistogramVec {
 		return f.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: durationBuckets}, []string{"path"})
@@ -73,28 +76,29 @@ func NewMetrics() *Metrics {
 	}, []string{"path"})
 
 	// Creating the children up front also makes the series exist at 0.
-	for p := pathID(0); p < numPaths; p++ {
+	for p, name := range m.paths.names {
 		pm := &m.perPath[p]
-		pm.duration = duration.WithLabelValues(p.String())
+		pm.duration = duration.WithLabelValues(name)
 		for u := range upstream {
-			pm.upstream[u] = upstream[u].WithLabelValues(p.String())
+			pm.upstream[u] = upstream[u].WithLabelValues(name)
 		}
-		pm.bytes = bytes.WithLabelValues(p.String())
-		pm.statuses[200] = m.requests.WithLabelValues(p.String(), "200")
+		pm.bytes = bytes.WithLabelValues(name)
+		pm.statuses[200] = m.requests.WithLabelValues(name, "200")
 	}
 	return m
 }
 
 // observe applies one parsed line. Not safe for concurrent use (see statuses).
 func (m *Metrics) observe(r record) {
-	pm := &m.perPath[r.path]
+	path := m.paths.classify(r.uri)
+	pm := &m.perPath[path]
 	c := pm.statuses[r.status]
 	if c == nil {
 		status := "invalid"
 		if r.status != 0 {
 			status = strconv.Itoa(r.status)
 		}
-		c = m.requests.WithLabelValues(r.path.String(), status)
+		c = m.requests.WithLabelValues(m.paths.names[path], status)
 		pm.statuses[r.status] = c
 	}
 	c.Inc()

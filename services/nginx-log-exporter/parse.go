@@ -9,44 +9,43 @@ import (
 	"strings"
 )
 
-// pathID is the bounded "path" label: the first URI segment when it is one of
-// the lab's four locations, else "other". A raw URI never becomes a label.
+// pathID is the bounded "path" label: an index into a pathSet, the lab's
+// paths (catalogue.json) plus "other". A raw URI never becomes a label.
 type pathID uint8
 
-const (
-	pathTCP pathID = iota
-	pathUDS
-	pathTCPKA
-	pathUDSKA
-	pathOther
-	numPaths
-)
+// maxPaths bounds the label's values (and pathID's range).
+const maxPaths = 64
 
-var pathNames = [numPaths]string{"tcp", "uds", "tcp-ka", "uds-ka", "other"}
+// pathSet maps a URI's first segment to its path.
+type pathSet struct {
+	names []string // by pathID; the last is "other"
+	ids   map[string]pathID
+}
 
-func (p pathID) String() string { return pathNames[p] }
+func newPathSet(names []string) *pathSet {
+	ps := &pathSet{names: append(append([]string(nil), names...), "other"), ids: map[string]pathID{}}
+	for i, n := range names {
+		ps.ids[n] = pathID(i)
+	}
+	return ps
+}
 
-// classifyPath maps "/tcp", "/tcp/" and "/tcp/anything" to tcp (likewise for
-// the other three locations); everything else, "/tcpx" included, is other.
-func classifyPath(uri string) pathID {
+func (ps *pathSet) other() pathID { return pathID(len(ps.names) - 1) }
+
+// classify maps "/tcp", "/tcp/" and "/tcp/anything" to tcp (likewise for the
+// other paths); everything else, "/tcpx" included, is other.
+func (ps *pathSet) classify(uri string) pathID {
 	if !strings.HasPrefix(uri, "/") {
-		return pathOther
+		return ps.other()
 	}
 	seg := uri[1:]
 	if i := strings.IndexAny(seg, "/?"); i >= 0 {
 		seg = seg[:i]
 	}
-	switch seg {
-	case "tcp":
-		return pathTCP
-	case "uds":
-		return pathUDS
-	case "tcp-ka":
-		return pathTCPKA
-	case "uds-ka":
-		return pathUDSKA
+	if id, ok := ps.ids[seg]; ok {
+		return id
 	}
-	return pathOther
+	return ps.other()
 }
 
 // The three $upstream_*_time variables, in label/metric order.
@@ -70,8 +69,8 @@ type logLine struct {
 
 // record is one parsed request, ready to be applied to the metrics.
 type record struct {
-	path        pathID
-	status      int // 100..599, or 0 for "invalid"
+	uri         string // classified by the metrics' pathSet
+	status      int    // 100..599, or 0 for "invalid"
 	requestTime float64
 	upstream    [numUpstream]float64
 	hasUpstream [numUpstream]bool // false: no upstream / not reached ("" or "-")
@@ -111,7 +110,7 @@ func parseDatagram(b []byte, scratch *logLine) (record, error) {
 	if rec.bytesSent, err = strconv.ParseUint(l.BytesSent, 10, 64); err != nil {
 		return rec, fmt.Errorf("bytes_sent: %q is not a non-negative integer", l.BytesSent)
 	}
-	rec.path = classifyPath(l.URI)
+	rec.uri = l.URI
 	rec.status = parseStatus(l.Status)
 	return rec, nil
 }

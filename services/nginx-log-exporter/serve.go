@@ -47,7 +47,7 @@ func serve(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		return fmt.Errorf("LOG_EXPORTER_METRICS_ADDR %s: %w", cfg.MetricsAddr, err)
 	}
 
-	m := NewMetrics()
+	m := NewMetrics(cfg.Paths)
 	srv := &http.Server{
 		Handler:           newHandler(m),
 		ReadHeaderTimeout: readHeaderTimeout,

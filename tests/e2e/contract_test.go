@@ -103,7 +103,7 @@ func swapApp(t *testing.T, prom, nginx, image, testid string) {
 	}
 	before := appCounters(t, prom).requests
 	step(t, "make load on "+image, func() {
-		mk(t, "load", "TESTID="+testid, "SCENARIO=ping", "PATHS=tcp,uds,tcp-ka,uds-ka",
+		mk(t, "load", "TESTID="+testid, "SCENARIO=ping", "PATHS="+allPaths(),
 			"RATE=50", "DURATION=5", "ROUNDS=1", "WARMUP=0")
 	})
 	waitFor(t, "k6's and the app's counts", 60*time.Second, func() error {

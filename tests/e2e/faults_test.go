@@ -240,7 +240,7 @@ func overload(t *testing.T, prom, nginx, testid string) {
 	}
 	back := until(t, "every path serving after the overload", 10*time.Second, func() bool {
 		for _, p := range paths {
-			if status(nginx+"/"+p.path+"/ping") != 200 {
+			if status(pathURL(t, nginx, p)+"/ping") != 200 {
 				return false
 			}
 		}

@@ -24,7 +24,7 @@ eval "$standins"
 # Its own project, ports and test run, so a lab a developer has running is untouched.
 COMPOSE_PROJECT_NAME=uds-lab-e2e
 NGINX_PORT=18080 PROMETHEUS_PORT=19090 GRAFANA_PORT=13000
-SERVICES="app nginx nginx-log-exporter nginx-exporter prometheus node-exporter"
+SERVICES="app nginx nginx-lo nginx-log-exporter nginx-exporter prometheus node-exporter"
 UDS_LAB_E2E=1
 set +a
 log "left out of this run (cannot be built here, see ../shared/notes/test-bed.md):"

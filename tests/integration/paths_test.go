@@ -25,11 +25,12 @@ import (
 // stack is the app, nginx-log-exporter and nginx, each a real process on
 // local ports.
 type stack struct {
-	nginxURL  string // http://127.0.0.1:port
-	statusURL string // nginx's stub_status server
-	appTCP    string // http://127.0.0.1:port, the app's own TCP listener
-	logExp    string // http://127.0.0.1:port, nginx-log-exporter's metrics
-	workers   int    // nginx worker processes
+	nginxURL  string            // http://127.0.0.1:port, nginx
+	urls      map[string]string // each nginx of the catalogue (nginx, nginx-lo) by name
+	statusURL string            // nginx's stub_status server
+	appTCP    string            // http://127.0.0.1:port, the app's own TCP listener
+	logExp    string            // http://127.0.0.1:port, nginx-log-exporter's metrics
+	workers   int               // nginx worker processes
 	app       *exec.Cmd
 }
 
@@ -105,6 +106,7 @@ func startStack(t *testing.T) stack {
 	logEnv := append(os.Environ(),
 		fmt.Sprintf("LOG_EXPORTER_SYSLOG_ADDR=127.0.0.1:%d", syslogPort),
 		fmt.Sprintf("LOG_EXPORTER_METRICS_ADDR=127.0.0.1:%d", logMetricsPort),
+		"LOG_EXPORTER_CATALOGUE="+lab.Path(t, "catalogue.json"),
 	)
 	start(t, "nginx-log-exporter", logEnv, logExp)
 	accessLog := strings.Replace(lab.Env(t)["NGINX_ACCESS_LOG"], "nginx-log-exporter:5514", fmt.Sprintf("127.0.0.1:%d", syslogPort), 1)
@@ -112,34 +114,43 @@ func startStack(t *testing.T) stack {
 		t.Fatalf(".env NGINX_ACCESS_LOG=%q does not send to nginx-log-exporter:5514", lab.Env(t)["NGINX_ACCESS_LOG"])
 	}
 
+	// Both nginx of the catalogue, from the one template as compose runs them:
+	// nginx-lo's locations carry the suffix -lo. Here both reach the app on
+	// loopback; only e2e has the Docker bridge between nginx and the app.
 	const workers = 2
-	port, statusPort := lab.FreePort(t), lab.FreePort(t)
-	conf := lab.RenderTemplate(t, lab.Path(t, "nginx", "templates", "nginx.conf.template"), map[string]string{
-		"NGINX_WORKER_PROCESSES": strconv.Itoa(workers),
-		"NGINX_RUN_DIR":          dir,
-		"NGINX_LISTEN_PORT":      strconv.Itoa(port),
-		"NGINX_STATUS_PORT":      strconv.Itoa(statusPort),
-		"APP_TCP_UPSTREAM":       fmt.Sprintf("127.0.0.1:%d", appPort),
-		"APP_UNIX_SOCKET":        socket,
-		"NGINX_ACCESS_LOG":       accessLog,
-	})
-	confPath := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
+	s := stack{appTCP: fmt.Sprintf("http://127.0.0.1:%d", appPort), logExp: fmt.Sprintf("http://127.0.0.1:%d", logMetricsPort),
+		workers: workers, app: appCmd, urls: map[string]string{}}
+	for name, suffix := range map[string]string{"nginx": "", "nginx-lo": "-lo"} {
+		runDir := filepath.Join(dir, name)
+		if err := os.Mkdir(runDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		port, statusPort := lab.FreePort(t), lab.FreePort(t)
+		conf := lab.RenderTemplate(t, lab.Path(t, "nginx", "templates", "nginx.conf.template"), map[string]string{
+			"NGINX_WORKER_PROCESSES": strconv.Itoa(workers),
+			"NGINX_RUN_DIR":          runDir,
+			"NGINX_LISTEN_PORT":      strconv.Itoa(port),
+			"NGINX_STATUS_PORT":      strconv.Itoa(statusPort),
+			"NGINX_PATH_SUFFIX":      suffix,
+			"APP_TCP_UPSTREAM":       fmt.Sprintf("127.0.0.1:%d", appPort),
+			"APP_UNIX_SOCKET":        socket,
+			"NGINX_ACCESS_LOG":       accessLog,
+		})
+		confPath := filepath.Join(runDir, "nginx.conf")
+		if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(nginx, "-t", "-c", confPath, "-g", nginxUser).CombinedOutput(); err != nil {
+			t.Fatalf("nginx -t: %v\n%s", err, out)
+		}
+		start(t, name, os.Environ(), nginx, "-c", confPath, "-g", "daemon off; "+nginxUser)
+		s.urls[name] = fmt.Sprintf("http://127.0.0.1:%d", port)
+		if name == "nginx" {
+			s.nginxURL = s.urls[name]
+			s.statusURL = fmt.Sprintf("http://127.0.0.1:%d/stub_status", statusPort)
+		}
+		waitFor(t, name, func() error { _, err := get(http.DefaultClient, s.urls[name]+"/healthz"); return err })
 	}
-	if out, err := exec.Command(nginx, "-t", "-c", confPath, "-g", nginxUser).CombinedOutput(); err != nil {
-		t.Fatalf("nginx -t: %v\n%s", err, out)
-	}
-	start(t, "nginx", os.Environ(), nginx, "-c", confPath, "-g", "daemon off; "+nginxUser)
-	s := stack{
-		nginxURL:  fmt.Sprintf("http://127.0.0.1:%d", port),
-		statusURL: fmt.Sprintf("http://127.0.0.1:%d/stub_status", statusPort),
-		appTCP:    fmt.Sprintf("http://127.0.0.1:%d", appPort),
-		logExp:    fmt.Sprintf("http://127.0.0.1:%d", logMetricsPort),
-		workers:   workers,
-		app:       appCmd,
-	}
-	waitFor(t, "nginx", func() error { _, err := get(http.DefaultClient, s.nginxURL+"/healthz"); return err })
 	waitFor(t, "nginx-log-exporter", func() error { _, err := get(http.DefaultClient, s.logExp+"/healthz"); return err })
 	return s
 }
@@ -219,7 +230,9 @@ func appCounts(t *testing.T, c *http.Client, s stack) counts {
 	for _, l := range []string{"tcp", "unix"} {
 		got.requests[l], _ = lab.Value(mf, "app_http_requests_total", map[string]string{"listener": l, "route": "/ping", "code": "200"})
 		var ok bool
-		if got.accepted[l], ok = lab.Value(mf, "app_connections_accepted_total", map[string]string{"listener": l}); !ok {
+		// Every peer is on loopback here (e2e shows nginx's from across the bridge).
+		peer := map[string]string{"tcp": "loopback", "unix": "local"}[l]
+		if got.accepted[l], ok = lab.Value(mf, "app_connections_accepted_total", map[string]string{"listener": l, "peer": peer}); !ok {
 			t.Fatalf("app_connections_accepted_total{listener=%q} missing", l)
 		}
 	}
@@ -251,26 +264,26 @@ func TestLocations(t *testing.T) {
 	appCounts(t, scraper, s)
 
 	const n = 60
-	cases := []struct {
+	type pathCase struct {
 		path      string
+		url       string // the path at its nginx
 		listener  string // the app listener this location must reach
 		keepalive bool
-	}{
-		{"tcp", "tcp", false},
-		{"uds", "unix", false},
-		{"tcp-ka", "tcp", true},
-		{"uds-ka", "unix", true},
+	}
+	var cases []pathCase
+	for name, p := range lab.ReadCatalogue(t).Paths {
+		cases = append(cases, pathCase{name, s.urls[p.Nginx] + "/" + name, p.Listener, p.Pooled})
 	}
 	for _, tc := range cases {
 		t.Run(tc.path, func(t *testing.T) {
 			// Warm the pool first so a keepalive path starts with its connections open.
-			if _, err := get(client, s.nginxURL+"/"+tc.path+"/ping"); err != nil {
+			if _, err := get(client, tc.url+"/ping"); err != nil {
 				t.Fatal(err)
 			}
 			before := appCounts(t, scraper, s)
 			logBefore := logged(t, s, tc.path)
 			for i := 0; i < n; i++ {
-				body, err := get(client, s.nginxURL+"/"+tc.path+"/ping")
+				body, err := get(client, tc.url+"/ping")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -316,9 +329,9 @@ func TestLocations(t *testing.T) {
 
 func TestRoutesThroughEachPath(t *testing.T) {
 	s := startStack(t)
-	for _, path := range []string{"tcp", "uds", "tcp-ka", "uds-ka"} {
+	for path, p := range lab.ReadCatalogue(t).Paths {
 		t.Run(path, func(t *testing.T) {
-			base := s.nginxURL + "/" + path
+			base := s.urls[p.Nginx] + "/" + path
 			body, err := get(http.DefaultClient, base+"/bytes/1000")
 			if err != nil || len(body) != 1000 {
 				t.Fatalf("/bytes/1000: %d bytes, %v", len(body), err)
@@ -468,8 +481,8 @@ func TestAppDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = s.app.Process.Wait()
-	for _, path := range []string{"tcp", "uds", "tcp-ka", "uds-ka"} {
-		resp, err := http.Get(s.nginxURL + "/" + path + "/ping")
+	for path, p := range lab.ReadCatalogue(t).Paths {
+		resp, err := http.Get(s.urls[p.Nginx] + "/" + path + "/ping")
 		if err != nil {
 			t.Fatal(err)
 		}

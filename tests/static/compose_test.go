@@ -5,6 +5,7 @@ package static
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -57,7 +58,7 @@ func TestComposeVariablesComeFromEnv(t *testing.T) {
 
 func TestComposeServices(t *testing.T) {
 	p := loadCompose(t)
-	want := []string{"app", "nginx", "nginx-log-exporter", "nginx-exporter", "prometheus", "grafana", "node-exporter", "cadvisor", "k6", "wrk", "contract"}
+	want := []string{"app", "nginx", "nginx-lo", "nginx-log-exporter", "nginx-exporter", "prometheus", "grafana", "node-exporter", "cadvisor", "k6", "wrk", "contract"}
 	for _, name := range want {
 		if _, ok := p.Services[name]; !ok {
 			t.Errorf("service %q missing", name)
@@ -147,14 +148,57 @@ func TestComposeLimits(t *testing.T) {
 	}
 }
 
+// nginx-lo is nginx in the app's network namespace: the same image, command,
+// user, limits and hardening, and the same settings but for where it listens,
+// its locations' suffix and the app's TCP address (loopback). Otherwise a
+// difference between tcp and tcp-lo could come from the nginx, not the hop.
+func TestNginxLoIsNginx(t *testing.T) {
+	p := loadCompose(t)
+	n, lo := p.Services["nginx"], p.Services["nginx-lo"]
+	if lo.NetworkMode != "service:app" {
+		t.Errorf("nginx-lo network_mode %q, want service:app", lo.NetworkMode)
+	}
+	same := func(what string, a, b any) {
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("%s: nginx %v, nginx-lo %v", what, a, b)
+		}
+	}
+	same("image", n.Image, lo.Image)
+	same("command", n.Command, lo.Command)
+	same("user", n.User, lo.User)
+	same("cpus", n.CPUS, lo.CPUS)
+	same("cpuset", n.CPUSet, lo.CPUSet)
+	same("mem_limit", n.MemLimit, lo.MemLimit)
+	same("read_only", n.ReadOnly, lo.ReadOnly)
+	same("tmpfs", n.Tmpfs, lo.Tmpfs)
+	same("cap_drop", n.CapDrop, lo.CapDrop)
+	differ := map[string]bool{"NGINX_LISTEN_PORT": true, "NGINX_STATUS_PORT": true, "NGINX_PATH_SUFFIX": true, "APP_TCP_UPSTREAM": true}
+	for k, v := range n.Environment {
+		if w, ok := lo.Environment[k]; !ok {
+			t.Errorf("nginx-lo lacks %s", k)
+		} else if !differ[k] && *v != *w {
+			t.Errorf("%s: nginx %q, nginx-lo %q", k, *v, *w)
+		}
+	}
+	if up := *lo.Environment["APP_TCP_UPSTREAM"]; !strings.HasPrefix(up, "127.0.0.1:") {
+		t.Errorf("nginx-lo reaches the app at %q, want 127.0.0.1 (loopback)", up)
+	}
+	if _, port, _ := strings.Cut(*n.Environment["APP_TCP_UPSTREAM"], ":"); *lo.Environment["APP_TCP_UPSTREAM"] != "127.0.0.1:"+port {
+		t.Errorf("nginx-lo reaches port %s, nginx %s", *lo.Environment["APP_TCP_UPSTREAM"], port)
+	}
+}
+
 // nginx and the app agree on where the socket is, and share its volume.
 func TestComposeSocketShared(t *testing.T) {
 	p := loadCompose(t)
-	app, nginx := p.Services["app"], p.Services["nginx"]
+	app := p.Services["app"]
 	sock := *app.Environment["APP_UNIX_SOCKET"]
-	if got := *nginx.Environment["APP_UNIX_SOCKET"]; got != sock {
-		t.Errorf("nginx renders the socket path %q, the app listens on %q", got, sock)
+	for _, name := range []string{"nginx", "nginx-lo"} {
+		if got := *p.Services[name].Environment["APP_UNIX_SOCKET"]; got != sock {
+			t.Errorf("%s renders the socket path %q, the app listens on %q", name, got, sock)
+		}
 	}
+	nginx := p.Services["nginx"]
 	volumeAt := func(s types.ServiceConfig) string {
 		for _, v := range s.Volumes {
 			if v.Type == types.VolumeTypeVolume && strings.HasPrefix(sock, v.Target+"/") {

@@ -1,6 +1,7 @@
 package static
 
 import (
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,28 +15,99 @@ import (
 	"uds-lab/tests/internal/lab"
 )
 
-// nginx -t on the template rendered with the values compose gives the nginx
-// service; only compose service names (not resolvable here) and the run
-// folder (pid, temp files) are replaced with local ones.
+// nginx -t on the template rendered with the values compose gives each nginx
+// service (nginx and nginx-lo, catalogue.json's "nginx"); only compose service
+// names (not resolvable here) and the run folder (pid, temp files) are
+// replaced with local ones.
 func TestNginxConfig(t *testing.T) {
 	nginx := lab.Tool(t, "nginx")
 	p := loadCompose(t)
-	dir := t.TempDir()
+	for name := range lab.ReadCatalogue(t).Nginx {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "nginx.conf")
+			if err := os.WriteFile(path, []byte(renderNginx(t, p, name, filepath.Dir(path))), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command(nginx, "-t", "-c", path).CombinedOutput(); err != nil {
+				t.Fatalf("nginx -t: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// renderNginx renders the template as compose service svc would, with its run
+// folder in dir.
+func renderNginx(t *testing.T, p *types.Project, svc, dir string) string {
+	t.Helper()
+	s, ok := p.Services[svc]
+	if !ok {
+		t.Fatalf("catalogue.json names nginx %q: no such compose service", svc)
+	}
 	vars := map[string]string{}
-	for k, v := range p.Services["nginx"].Environment {
+	for k, v := range s.Environment {
 		vars[k] = localHosts(p, *v)
 	}
-	if vars["APP_TCP_UPSTREAM"] == *p.Services["nginx"].Environment["APP_TCP_UPSTREAM"] {
-		t.Fatalf("APP_TCP_UPSTREAM=%q: want the app service by name", vars["APP_TCP_UPSTREAM"])
-	}
 	vars["NGINX_RUN_DIR"] = dir
-	conf := lab.RenderTemplate(t, lab.Path(t, "nginx", "templates", "nginx.conf.template"), vars)
-	path := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
+	return lab.RenderTemplate(t, lab.Path(t, "nginx", "templates", "nginx.conf.template"), vars)
+}
+
+var location = regexp.MustCompile(`(?m)^\s*location\s+/([^/\s]+)/\s*\{`)
+
+// Each nginx's locations are exactly the catalogue's paths for that nginx, so
+// k6, wrk, the report, the dashboards and the log exporter know every path
+// nginx serves, and nothing else. Its URL in the catalogue is where compose
+// makes it listen.
+func TestCatalogueMatchesNginx(t *testing.T) {
+	p := loadCompose(t)
+	c := lab.ReadCatalogue(t)
+	if len(c.Paths) == 0 || len(c.Workloads) == 0 {
+		t.Fatal("catalogue.json has no paths or no workloads")
 	}
-	if out, err := exec.Command(nginx, "-t", "-c", path).CombinedOutput(); err != nil {
-		t.Fatalf("nginx -t: %v\n%s", err, out)
+	for name, n := range c.Nginx {
+		var got []string
+		for _, m := range location.FindAllStringSubmatch(renderNginx(t, p, name, t.TempDir()), -1) {
+			got = append(got, m[1])
+		}
+		sort.Strings(got)
+		if want := c.PathsOf(name); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s's nginx locations are %v; catalogue.json's paths for it are %v", name, got, want)
+		}
+		// The URL's host is the service, or the one whose network namespace it shares.
+		u, err := url.Parse(n.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := p.Services[name]
+		host := name
+		if owner, ok := strings.CutPrefix(s.NetworkMode, "service:"); ok {
+			host = owner
+		}
+		if port := *s.Environment["NGINX_LISTEN_PORT"]; u.Hostname() != host || u.Port() != port {
+			t.Errorf("catalogue.json: %s at %s; compose makes it listen at %s:%s", name, n.URL, host, port)
+		}
+	}
+	for name, path := range c.Paths {
+		if _, ok := c.Nginx[path.Nginx]; !ok {
+			t.Errorf("path %s: nginx %q is not in the catalogue", name, path.Nginx)
+		}
+		if path.Listener != "tcp" && path.Listener != "unix" {
+			t.Errorf("path %s: listener %q, want tcp or unix", name, path.Listener)
+		}
+		if (path.Listener == "unix") != (path.Hop == "socket") {
+			t.Errorf("path %s: hop %q and listener %q disagree", name, path.Hop, path.Listener)
+		}
+		if _, ok := c.Paths[path.Control]; path.Control != "" && !ok {
+			t.Errorf("path %s: control of %q, which is no path", name, path.Control)
+		}
+		if !regexp.MustCompile(`^#[0-9A-F]{6}$`).MatchString(path.Colour) {
+			t.Errorf("path %s: colour %q, want #RRGGBB (Grafana and matplotlib both read it)", name, path.Colour)
+		}
+	}
+	// Every path in .env's default selection exists.
+	for _, name := range strings.Split(lab.Env(t)["PATHS"], ",") {
+		if _, ok := c.Paths[name]; !ok {
+			t.Errorf(".env PATHS names %q: not in catalogue.json", name)
+		}
 	}
 }
 

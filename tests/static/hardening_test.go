@@ -15,7 +15,7 @@ import (
 // escalation and a read-only root file system.
 func TestHardenedServices(t *testing.T) {
 	p := loadCompose(t)
-	for _, name := range []string{"app", "nginx", "nginx-log-exporter", "contract"} {
+	for _, name := range []string{"app", "nginx", "nginx-lo", "nginx-log-exporter", "contract"} {
 		s := p.Services[name]
 		if name != "nginx-log-exporter" && (s.User == "" || s.User == "root" || strings.HasPrefix(s.User, "0:") || s.User == "0") {
 			t.Errorf("%s: user %q, want a non-root uid:gid", name, s.User)
@@ -45,7 +45,7 @@ func TestSocketVolume(t *testing.T) {
 			}
 			switch name {
 			case "app":
-			case "nginx", "contract":
+			case "nginx", "nginx-lo", "contract":
 				if !v.ReadOnly {
 					t.Errorf("%s mounts the socket volume writable", name)
 				}

@@ -5,6 +5,8 @@ package lab
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -194,4 +196,70 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// Catalogue is catalogue.json: the lab's paths and workloads.
+type Catalogue struct {
+	Nginx map[string]struct {
+		URL string `json:"url"`
+	} `json:"nginx"`
+	Paths map[string]struct {
+		Nginx    string `json:"nginx"`
+		Hop      string `json:"hop"`
+		Pooled   bool   `json:"pooled"`
+		Listener string `json:"listener"`
+		Colour   string `json:"colour"`
+		Control  string `json:"control"`
+	} `json:"paths"`
+	Workloads map[string]struct {
+		Route string `json:"route"`
+	} `json:"workloads"`
+	Order []string `json:"-"` // the paths' names in the file's order
+}
+
+// ReadCatalogue reads catalogue.json.
+func ReadCatalogue(t testing.TB) Catalogue {
+	t.Helper()
+	b, err := os.ReadFile(Path(t, "catalogue.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Catalogue
+	var raw struct {
+		Paths json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatalf("catalogue.json: %v", err)
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw.Paths))
+	if _, err := dec.Token(); err != nil { // {
+		t.Fatal(err)
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Order = append(c.Order, k.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// PathsOf lists the catalogue's paths that an nginx serves, sorted.
+func (c Catalogue) PathsOf(nginx string) []string {
+	var out []string
+	for name, p := range c.Paths {
+		if p.Nginx == nginx {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
