@@ -29,9 +29,9 @@ PATH_COLOURS = {name: p["colour"] for name, p in CATALOGUE["paths"].items()}
 BASELINE = "tcp"
 # The app's requests that are load, not the lab's own scrapes and healthchecks.
 APP_LOAD = 'job="app",route!~"/metrics|/healthz|/readyz"'
-CADVISOR_NGINX = 'container_label_com_docker_compose_service="nginx"'
-# The load generator's container (k6, or wrk for `make max GENERATOR=wrk`).
-CADVISOR_GENERATOR = 'container_label_com_docker_compose_service="{generator}"'
+# A compose service's container in cAdvisor: the nginx that serves a path
+# (nginx or nginx-lo), or the load generator (k6, or wrk for `make max GENERATOR=wrk`).
+CADVISOR_SERVICE = 'container_label_com_docker_compose_service="{service}"'
 
 # Warning thresholds.
 MIN_RATE_SHARE = 0.95  # achieved requests/s below this share of RATE: k6 did not hold the rate
@@ -53,7 +53,7 @@ METRICS = {
     "app_p99_ms": ("app p99", "ms", 3),
     "app_requests": ("app requests", "", 0),
     "app_cpu_us_per_req": ("app CPU/req", "µs", 1),
-    "nginx_requests": ("nginx requests", "", 0),
+    "nginx_requests": ("nginx requests (access log)", "", 0),
     "nginx_cpu_us_per_req": ("nginx CPU/req", "µs", 1),
     "ctx_switches_per_req": ("ctx switches/req", "", 2),
     "nginx_connect_ms": ("nginx upstream connect", "ms", 3),
@@ -174,6 +174,11 @@ def phase_window(k6, phase):
     return start, start + phase["duration_s"]
 
 
+def nginx_of(path):
+    """The compose service of the nginx that serves a path (catalogue.json)."""
+    return (CATALOGUE["paths"].get(path) or {}).get("nginx", "nginx")
+
+
 def server_queries(path, duration_s, end_s, gen="k6"):
     """PromQL for one phase: instant queries at the window's end over its length."""
     r = f"[{int(round(duration_s))}s] @ {end_s:.3f}"
@@ -189,13 +194,13 @@ def server_queries(path, duration_s, end_s, gen="k6"):
         "app_p99_s": q(0.99),
         "app_requests": inc("app_http_requests_total", APP_LOAD),
         "app_cpu_s": inc("process_cpu_seconds_total", 'job="app"'),
-        "nginx_cpu_s": inc("container_cpu_usage_seconds_total", CADVISOR_NGINX),
-        "nginx_requests": inc("nginx_http_requests_total"),
+        "nginx_cpu_s": inc("container_cpu_usage_seconds_total", CADVISOR_SERVICE.format(service=nginx_of(path))),
+        "nginx_requests": inc("nginx_location_requests_total", f'path="{path}"'),
         "ctx_switches": inc("node_context_switches_total"),
         "connect_sum_s": inc("nginx_location_upstream_connect_seconds_sum", f'path="{path}"'),
         "connect_count": inc("nginx_location_upstream_connect_seconds_count", f'path="{path}"'),
         "nginx_5xx": inc("nginx_location_requests_total", f'path="{path}",status=~"5.."'),
-        "k6_cpu_cores": f"sum(rate(container_cpu_usage_seconds_total{{{CADVISOR_GENERATOR.format(generator=gen)}}}{r}))",
+        "k6_cpu_cores": f"sum(rate(container_cpu_usage_seconds_total{{{CADVISOR_SERVICE.format(service=gen)}}}{r}))",
     }
 
 
@@ -215,21 +220,24 @@ def client_figures(phase):
 
 
 def server_figures(query, phase, window, gen="k6"):
-    """Prometheus's figures for one phase; every one None when there is no window or series."""
+    """Prometheus's figures for one phase; every one None when there is no window or series.
+    Costs are per request the load generator completed in the phase (its exact
+    count): the same denominator for every path and either nginx."""
     if window is None:
         raw = {}
     else:
         exprs = server_queries(phase["path"], phase["duration_s"], window[1], gen)
         raw = {k: scalar(query, e) for k, e in exprs.items()}
     get = raw.get
+    requests = phase.get("requests") or None
     return {
         "app_p50_ms": div(get("app_p50_s"), 1, 1e3),
         "app_p99_ms": div(get("app_p99_s"), 1, 1e3),
         "app_requests": get("app_requests"),
         "app_cpu_us_per_req": div(get("app_cpu_s"), get("app_requests"), 1e6),
         "nginx_requests": get("nginx_requests"),
-        "nginx_cpu_us_per_req": div(get("nginx_cpu_s"), get("nginx_requests"), 1e6),
-        "ctx_switches_per_req": div(get("ctx_switches"), get("nginx_requests")),
+        "nginx_cpu_us_per_req": div(get("nginx_cpu_s"), requests, 1e6),
+        "ctx_switches_per_req": div(get("ctx_switches"), requests),
         "nginx_connect_ms": div(get("connect_sum_s"), get("connect_count"), 1e3),
         # No 5xx series means none was logged; no window means unknown.
         "nginx_5xx": (get("nginx_5xx") or 0.0) if window is not None else None,
@@ -343,6 +351,154 @@ def aggregate(phases, settings):
             paths[path] = entry
         workloads[w] = {"tcp_measured": tcp is not None, "paths": paths}
     return workloads
+
+
+# ---------------------------------------------------------------- pure: where the time goes
+
+# The cost breakdown: each term is one path's figure minus another's, round by
+# round (a path's round r against the other's round r, as the ratios).
+TERMS = [
+    ("tcp_connect", "TCP connection setup, across the bridge", "tcp", "tcp-ka"),
+    ("tcp_lo_connect", "TCP connection setup, over loopback", "tcp-lo", "tcp-lo-ka"),
+    ("uds_connect", "socket connection setup", "uds", "uds-ka"),
+    ("bridge_new", "the Docker bridge, new connections", "tcp", "tcp-lo"),
+    ("bridge_pooled", "the Docker bridge, pooled", "tcp-ka", "tcp-lo-ka"),
+    ("tcp_vs_uds_new", "TCP over loopback against the socket, new connections", "tcp-lo", "uds"),
+    ("tcp_vs_uds_pooled", "TCP over loopback against the socket, pooled", "tcp-lo-ka", "uds-ka"),
+    ("control_new", "control: nginx-lo against nginx, socket, new connections", "uds-lo", "uds"),
+    ("control_pooled", "control: nginx-lo against nginx, socket, pooled", "uds-lo-ka", "uds-ka"),
+]
+# The figures a term is given in, in microseconds: (key in METRICS, label, scale to µs).
+TERM_FIGURES = [
+    ("client_p50_ms", "client p50 latency", 1e3),
+    ("app_cpu_us_per_req", "app CPU per request", 1.0),
+    ("nginx_cpu_us_per_req", "nginx CPU per request", 1.0),
+]
+
+
+def diff_stats(a_by_round, b_by_round, scale=1.0):
+    """Per-round difference a - b (times scale), then its mean, min and max, and
+    the mean relative to b's mean; None when no round has both."""
+    per_round = {r: scale * (a - b_by_round[r]) for r, a in sorted(a_by_round.items())
+                 if a is not None and b_by_round.get(r) is not None}
+    if not per_round:
+        return None
+    vs = list(per_round.values())
+    a_mean = mean([scale * a_by_round[r] for r in per_round])
+    b_mean = mean([scale * b_by_round[r] for r in per_round])
+    m = sum(vs) / len(vs)
+    return {"mean": m, "min": min(vs), "max": max(vs), "rounds": len(vs), "a_mean": a_mean, "b_mean": b_mean,
+            "relative": div(m, b_mean), "per_round": {str(r): v for r, v in per_round.items()}}
+
+
+def measurable(d):
+    """Whether a difference's spread over rounds excludes zero (needs 2 rounds)."""
+    return d is not None and d["rounds"] >= 2 and not (d["min"] <= 0 <= d["max"])
+
+
+def by_round(phases, workload):
+    """{path: {figure: {round: value}}} of one workload's measured phases."""
+    out = {}
+    for p in phases:
+        if p["workload"] == workload:
+            for k, v in p["figures"].items():
+                out.setdefault(p["path"], {}).setdefault(k, {})[p["round"]] = v
+    return out
+
+
+def breakdown(phases, workload, figures=TERM_FIGURES):
+    """Every term whose two paths were measured: its difference per figure."""
+    rounds = by_round(phases, workload)
+    out = {}
+    for key, label, a, b in TERMS:
+        if a in rounds and b in rounds:
+            out[key] = {"label": label, "minuend": a, "subtrahend": b, "figures": {
+                f: diff_stats(rounds[a].get(f, {}), rounds[b].get(f, {}), scale) for f, _, scale in figures}}
+    return out
+
+
+def fmt_diff(d, unit="µs", share=True):
+    """A difference as the report words it: a number only when it is measurable;
+    share adds it as a share of the second path's figure."""
+    if d is None:
+        return "n/a"
+    rng = f"{d['min']:,.1f} to {d['max']:,.1f} {unit}"
+    if d["rounds"] < 2:
+        return f"{d['mean']:,.1f} {unit} (1 round: spread unknown)"
+    if not measurable(d):
+        return f"no measurable difference ({rng})"
+    rel = f", {d['relative']:.0%}" if share and d.get("relative") else ""
+    return f"{d['mean']:,.1f} {unit} ({rng}{rel})"
+
+
+def answer(w, phases, settings):
+    """The answer for one workload, in plain words: what the socket saved against
+    TCP over loopback and across the bridge, with and without keepalive, and why."""
+    if is_max(settings):
+        return max_answer(w, phases, settings)
+    rounds = by_round(phases, w)
+    route = next((p.get("endpoint") for p in phases if p["workload"] == w), None) or w
+    at = f"at {settings['rate']} req/s" if settings.get("rate") else "at a fixed rate"
+
+    def p50_diff(a, b):
+        if a not in rounds or b not in rounds:
+            return None
+        return diff_stats(rounds[a].get("client_p50_ms", {}), rounds[b].get("client_p50_ms", {}), 1e3)
+
+    def phrase(d, against):
+        if d is None:
+            return None
+        if not measurable(d):
+            return f"made no measurable difference against {against} ({d['min']:,.0f} to {d['max']:,.0f} µs over the rounds)"
+        verb = "saved" if d["mean"] > 0 else "cost"
+        share = div(d["mean"], d["a_mean"])  # of TCP's median
+        pct = f" ({abs(share):.0%})" if share is not None else ""
+        return f"{verb} {abs(d['mean']):,.0f} µs{pct} of median latency against {against}"
+
+    sentences = []
+    for kind, uds, lo, bridge in (("with a new connection per request", "uds", "tcp-lo", "tcp"),
+                                  ("with pooled keepalive connections", "uds-ka", "tcp-lo-ka", "tcp-ka")):
+        parts = [x for x in (phrase(p50_diff(lo, uds), "TCP over loopback"),
+                             phrase(p50_diff(bridge, uds), "TCP across the Docker bridge")) if x]
+        if parts:
+            sentences.append(f"{kind[0].upper()}{kind[1:]}, the socket " + "; it ".join(parts) + ".")
+    if not sentences:
+        return (f"**`{w}`**: this run did not measure the socket and TCP with the same connection handling "
+                "(PATHS needs uds with tcp or tcp-lo, or uds-ka with tcp-ka or tcp-lo-ka): no answer to give.")
+    terms = breakdown(phases, w)
+    why = []
+    for key, text in (("tcp_connect", "a new TCP connection across the bridge costs"),
+                      ("tcp_lo_connect", "over loopback"),
+                      ("uds_connect", "a new socket connection"),
+                      ("bridge_pooled", "the bridge on a pooled connection"),
+                      ("control_new", "the two nginx (control, socket)")):
+        d = (terms.get(key) or {}).get("figures", {}).get("client_p50_ms")
+        if d is not None:
+            why.append(f"{text} {fmt_diff(d, share=False)}")
+    out = f"**`{w}`** (`{route}`), {at}: " + " ".join(sentences)
+    if why:
+        out += " Where the time goes (client median): " + "; ".join(why) + "."
+    return out
+
+
+def max_answer(w, phases, settings):
+    """In max mode the answer is throughput: each socket path's requests/s against TCP's."""
+    rounds = by_round(phases, w)
+    parts = []
+    for uds, tcps in (("uds", ("tcp-lo", "tcp")), ("uds-ka", ("tcp-lo-ka", "tcp-ka"))):
+        for t in tcps:
+            if uds in rounds and t in rounds:
+                r = ratio_stats(rounds[uds].get("rps", {}), rounds[t].get("rps", {}))
+                if r is None:
+                    continue
+                if judge(r) == "straddles":
+                    parts.append(f"{uds} against {t}: no measurable difference ({r['min']:.2f}-{r['max']:.2f}x)")
+                else:
+                    parts.append(f"{uds} carried {r['mean']:.2f}x the requests/s of {t} ({r['min']:.2f}-{r['max']:.2f})")
+    if not parts:
+        return f"**`{w}`**: this run did not measure both the socket and TCP: no answer to give."
+    return (f"**`{w}`**, each path flat out ({generator(settings)}, {settings.get('connections')} connections): "
+            + "; ".join(parts) + ".")
 
 
 # ---------------------------------------------------------------- pure: warnings
@@ -479,6 +635,9 @@ def build_report(k6, compose, query, prometheus_url=None):
     comp = compose_info(compose, gen)
     phases = phase_figures(k6, query)
     workloads = aggregate(phases, settings)
+    for w, wl in workloads.items():
+        wl["breakdown"] = breakdown(phases, w)
+        wl["answer"] = answer(w, phases, settings)
     k6_cpus = number(comp["limits"][gen]["cpus"])
     warnings = []
     if k6.get("start_ms") is None:
@@ -623,14 +782,34 @@ def workload_section(w, wl, charts, settings=None):
                 f"{fmt_ratio(r['ctx_switches_per_req'])} | {e['verdict']} |"
             )
         lines.append("")
+    lines += breakdown_table(wl.get("breakdown") or {})
     for c in charts:
         if c["workload"] == w:
             lines += [f"![{c['title']}]({c['file']})", ""]
     return lines
 
 
+def breakdown_table(terms):
+    """Where the time goes: each term's difference, per figure, in µs."""
+    if not terms:
+        return []
+    lines = [
+        "Where the time goes: one path minus another, round by round; mean (min to max over rounds, share of the "
+        "second path's figure). A spread that includes 0 is no measurable difference.",
+        "",
+        "| term | paths | " + " | ".join(f"{label} (µs)" for _, label, _ in TERM_FIGURES) + " |",
+        "| --- | --- |" + " --- |" * len(TERM_FIGURES),
+    ]
+    for t in terms.values():
+        cells = " | ".join(fmt_diff(t["figures"].get(f)) for f, _, _ in TERM_FIGURES)
+        lines.append(f"| {t['label']} | {t['minuend']} − {t['subtrahend']} | {cells} |")
+    return lines + [""]
+
+
 def render_markdown(rep):
-    lines = [f"# uds-lab report: run `{rep['testid']}`", ""]
+    lines = [f"# uds-lab report: run `{rep['testid']}`", "", "## The answer", ""]
+    for wl in rep["workloads"].values():
+        lines += [wl.get("answer") or "", ""]
     lines += [
         "These figures hold for this machine, these limits and these settings only. "
         + ("In max mode each path ran flat out: requests/s is its limit, unless a warning says the load generator "
@@ -661,7 +840,12 @@ def render_markdown(rep):
         "sub-millisecond resolution.",
         "- A ratio's (min-max) is its spread over the rounds. A spread that includes 1.0 means the rounds disagree "
         "on which path is faster: no clear difference. A spread wider than 20% of the mean is too wide to quote.",
-        "- Context switches are the whole host's, per request nginx handled: other work on the host adds to them.",
+        "- Context switches are the whole host's, per request the load generator completed: other work on the host "
+        "adds to them.",
+        "- Where the time goes: `tcp` and `tcp-ka` cross the Docker bridge (veth pair, bridge, two network "
+        "namespaces) to the app; `tcp-lo` and `tcp-lo-ka` come from nginx-lo, the same nginx in the app's network "
+        "namespace, over loopback; `uds*` use the Unix socket. The control `uds-lo` (the socket through nginx-lo) "
+        "should match `uds`: the difference between them is what the two nginx instances alone account for.",
         "- nginx CPU per request needs cAdvisor; without it the column reads " + NO_CADVISOR + ".",
         "",
     ]
@@ -685,6 +869,76 @@ def chart_specs(w, wl, settings=None):
     if cost:
         specs.append((f"{w}-cost.png", f"{w}: CPU per request (mean of rounds, bars: min-max)", cost))
     return specs
+
+
+# The stacked "where the time goes" chart: each bar is a path, built up from
+# uds-ka (the socket, pooled) by the terms that separate it from uds-ka.
+STACK_BASE = "uds-ka"
+STACKS = [
+    ("uds-ka", []),
+    ("tcp-lo-ka", ["tcp_vs_uds_pooled"]),
+    ("tcp-ka", ["tcp_vs_uds_pooled", "bridge_pooled"]),
+    ("uds", ["uds_connect"]),
+    ("tcp-lo", ["tcp_vs_uds_pooled", "tcp_lo_connect"]),
+    ("tcp", ["tcp_vs_uds_pooled", "bridge_pooled", "tcp_connect"]),
+]
+STACK_PARTS = {  # term -> (legend, colour)
+    "base": ("the socket, pooled (uds-ka)", "#8F8F8F"),
+    "tcp_vs_uds_pooled": ("TCP stack against the socket", "#FF9830"),
+    "bridge_pooled": ("the Docker bridge", "#F2495C"),
+    "tcp_connect": ("connection setup", "#B877D9"),
+    "tcp_lo_connect": ("connection setup", "#B877D9"),
+    "uds_connect": ("connection setup", "#B877D9"),
+}
+
+
+def stack_bars(wl, key, scale):
+    """[(path, [(part, value, measurable)])] for the paths whose terms were all measured."""
+    base = (wl["paths"].get(STACK_BASE) or {}).get("mean", {}).get(key)
+    if base is None:
+        return []
+    bars = []
+    for path, terms in STACKS:
+        if path not in wl["paths"]:
+            continue
+        ds = [((wl.get("breakdown") or {}).get(t) or {}).get("figures", {}).get(key) for t in terms]
+        if any(d is None for d in ds):
+            continue
+        bars.append((path, [("base", base * scale, True)] + [(t, d["mean"], measurable(d)) for t, d in zip(terms, ds)]))
+    return bars
+
+
+def write_breakdown_chart(plt, w, wl, out_dir):
+    """The stacked chart, one panel per figure that has bars; None when there is nothing to stack."""
+    panels = [(f, label, scale, stack_bars(wl, f, scale)) for f, label, scale in TERM_FIGURES]
+    panels = [p for p in panels if len(p[3]) > 1]
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels) + 1, 4.6), squeeze=False)
+    for ax, (_, label, _, bars) in zip(axes[0], panels):
+        seen = set()
+        for x, (path, parts) in enumerate(bars):
+            bottom = 0.0
+            for part, v, ok in parts:
+                legend, colour = STACK_PARTS[part]
+                ax.bar(x, v, bottom=bottom, color=colour, hatch=None if ok else "//", edgecolor="white",
+                       label=None if legend in seen else legend)
+                seen.add(legend)
+                bottom += v
+            ax.text(x, bottom, f"{bottom:,.0f}", ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(range(len(bars)), [p for p, _ in bars])
+        ax.set_title(label)
+        ax.set_ylabel("µs")
+        ax.margins(y=0.12)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].legend(fontsize=8, loc="upper left")
+    title = f"{w}: where the time goes (means over rounds; hatched: no measurable difference)"
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fname = f"{w}-breakdown.png"
+    fig.savefig(Path(out_dir) / fname, dpi=100)
+    plt.close(fig)
+    return {"workload": w, "file": fname, "title": title}
 
 
 def write_charts(rep, out_dir):
@@ -718,6 +972,10 @@ def write_charts(rep, out_dir):
             fig.savefig(Path(out_dir) / fname, dpi=100)
             plt.close(fig)
             written.append({"workload": w, "file": fname, "title": title})
+        if not is_max(rep["settings"]):
+            chart = write_breakdown_chart(plt, w, wl, out_dir)
+            if chart:
+                written.append(chart)
     return written
 
 

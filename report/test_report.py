@@ -433,7 +433,8 @@ def test_charts_are_pngs(tmp_path):
     k6 = make_k6(workloads=("ping", "cpu"))
     rep = build(k6)
     charts = rpt.write_charts(rep, tmp_path)
-    assert {c["file"] for c in charts} == {"ping-latency.png", "ping-cost.png", "cpu-latency.png", "cpu-cost.png"}
+    assert {c["file"] for c in charts} == {"ping-latency.png", "ping-cost.png", "cpu-latency.png", "cpu-cost.png",
+                                           "ping-breakdown.png", "cpu-breakdown.png"}
     for c in charts:
         assert (tmp_path / c["file"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -503,7 +504,7 @@ def test_end_to_end(tmp_path, prometheus):
     assert set(rep["workloads"]["ping"]["paths"]) == {"tcp", "uds", "tcp-ka", "uds-ka"}
     for c in rep["charts"]:
         assert (run_dir / c["file"]).read_bytes()[:4] == b"\x89PNG"
-    assert len(rep["charts"]) == 2
+    assert len(rep["charts"]) == 3  # latency, cost, where the time goes
 
 
 def free_port():
@@ -551,3 +552,80 @@ def test_max_mode_without_generator_cpu_says_so():
     unknown = [w for w in rep["warnings"] if w["kind"] == "generator_cpu_unknown"]
     assert len(unknown) == 1 and "GENERATOR=wrk" in unknown[0]["message"]
     assert "generator_cpu_unknown" not in kinds(build(k6))  # with cAdvisor's figure
+
+
+# ---------------------------------------------------------------- where the time goes
+
+SIX = ("tcp", "uds", "tcp-ka", "uds-ka", "tcp-lo", "tcp-lo-ka", "uds-lo")
+
+
+def p50_run(p50, **kw):
+    """A run of the catalogue's paths whose client p50 per path and round (ms) is p50[path][round - 1]."""
+    return make_k6(paths=tuple(p50), client=lambda p, r: {"duration_ms": {"p50": p50[p][r - 1]}} if r else {}, **kw)
+
+
+def test_breakdown_terms_are_per_round_differences_in_microseconds():
+    p50 = {"tcp": [1.00, 1.10, 1.05], "tcp-ka": [0.60, 0.62, 0.61], "tcp-lo": [0.80, 0.85, 0.82],
+           "tcp-lo-ka": [0.50, 0.52, 0.50], "uds": [0.55, 0.58, 0.56], "uds-ka": [0.45, 0.47, 0.46],
+           "uds-lo": [0.56, 0.57, 0.55]}
+    rep = build(p50_run(p50))
+    terms = rep["workloads"]["ping"]["breakdown"]
+    connect = terms["tcp_connect"]["figures"]["client_p50_ms"]
+    assert connect["per_round"] == {"1": pytest.approx(400), "2": pytest.approx(480), "3": pytest.approx(440)}
+    assert (connect["mean"], connect["min"], connect["max"]) == (pytest.approx(440), pytest.approx(400), pytest.approx(480))
+    assert connect["relative"] == pytest.approx(440 / 610)
+    bridge = terms["bridge_pooled"]["figures"]["client_p50_ms"]
+    assert bridge["mean"] == pytest.approx(((0.60 - 0.50) + (0.62 - 0.52) + (0.61 - 0.50)) / 3 * 1e3)
+    assert rpt.measurable(connect) and rpt.measurable(bridge)
+    # The control: uds-lo against uds, -10, -10, +10 µs: straddles zero.
+    control = terms["control_new"]["figures"]["client_p50_ms"]
+    assert not rpt.measurable(control)
+    assert rpt.fmt_diff(control).startswith("no measurable difference")
+    # uds-lo-ka was not measured: that term is left out, not zero.
+    assert "control_pooled" not in terms
+    md = rpt.render_markdown(rep)
+    assert "| TCP connection setup, across the bridge | tcp − tcp-ka | 440.0 µs (400.0 to 480.0 µs, 72%)" in md
+
+
+def test_answer_says_what_the_socket_saved_against_both_tcps():
+    p50 = {"tcp": [1.00, 1.10, 1.05], "tcp-ka": [0.60, 0.62, 0.61], "tcp-lo": [0.80, 0.85, 0.82],
+           "tcp-lo-ka": [0.46, 0.45, 0.47], "uds": [0.55, 0.58, 0.56], "uds-ka": [0.45, 0.47, 0.46]}
+    rep = build(p50_run(p50, rate=500))
+    text = rep["workloads"]["ping"]["answer"]
+    # new connections: tcp-lo - uds = 250, 270, 260 µs; tcp - uds = 450, 520, 490 µs.
+    assert "at 500 req/s" in text
+    assert "With a new connection per request, the socket saved 260 µs (32%) of median latency against TCP over loopback" in text
+    assert "saved 487 µs (46%) of median latency against TCP across the Docker bridge" in text
+    # pooled: tcp-lo-ka - uds-ka = +10, -20, +10 µs: no number, the plain words.
+    assert "With pooled keepalive connections, the socket made no measurable difference against TCP over loopback" in text
+    md = rpt.render_markdown(rep)
+    assert md.index("## The answer") < md.index("## Machine") and text in md
+
+
+def test_answer_without_both_transports_says_so():
+    rep = build(make_k6(paths=("tcp", "tcp-ka")))
+    assert "no answer to give" in rep["workloads"]["ping"]["answer"]
+
+
+def test_max_answer_is_throughput():
+    rep = build(max_k6(lambda p: {"tcp": 8000, "uds": 16000, "tcp-ka": 25000, "uds-ka": 30000}[p]))
+    text = rep["workloads"]["ping"]["answer"]
+    assert "uds carried 2.00x the requests/s of tcp" in text and "uds-ka carried 1.20x the requests/s of tcp-ka" in text
+
+
+def test_each_path_is_costed_on_its_own_nginx():
+    lo = rpt.server_queries("tcp-lo", 10, 1000.0)
+    assert 'container_label_com_docker_compose_service="nginx-lo"' in lo["nginx_cpu_s"]
+    assert 'container_label_com_docker_compose_service="nginx"' in rpt.server_queries("tcp", 10, 1000.0)["nginx_cpu_s"]
+    # nginx's requests per path come from its access log: both nginx log to it.
+    assert 'nginx_location_requests_total{path="tcp-lo"}' in lo["nginx_requests"]
+
+
+def test_stacked_bars_add_up_to_each_paths_median():
+    p50 = {"tcp": [1.00, 1.10, 1.05], "tcp-ka": [0.60, 0.62, 0.61], "tcp-lo": [0.80, 0.85, 0.82],
+           "tcp-lo-ka": [0.50, 0.52, 0.50], "uds": [0.55, 0.58, 0.56], "uds-ka": [0.45, 0.47, 0.46]}
+    wl = build(p50_run(p50))["workloads"]["ping"]
+    bars = dict(rpt.stack_bars(wl, "client_p50_ms", 1e3))
+    assert list(bars) == ["uds-ka", "tcp-lo-ka", "tcp-ka", "uds", "tcp-lo", "tcp"]
+    for path, parts in bars.items():
+        assert sum(v for _, v, _ in parts) == pytest.approx(1e3 * wl["paths"][path]["mean"]["client_p50_ms"])
