@@ -146,7 +146,21 @@ def layout(panels):
     return panels
 
 
-def dashboard(uid, title, description, panels, variables, links=True):
+# Each phase of a run as a region on the time axis, named by path and round.
+PHASES = {
+    "name": "Phases (k6)",
+    "datasource": DS,
+    "enable": True,
+    "iconColor": "rgba(138, 184, 255, 0.6)",
+    "expr": 'sum by (path, round) (rate(k6_http_reqs_total{testid=~"$testid"}[15s])) > 0',
+    "step": "5s",
+    "titleFormat": "{{path}} round {{round}}",
+    "tagKeys": "path,round",
+    "useValueForTime": False,
+}
+
+
+def dashboard(uid, title, description, panels, variables, links=True, annotations=()):
     return {
         "id": None,
         "uid": uid,
@@ -163,7 +177,7 @@ def dashboard(uid, title, description, panels, variables, links=True):
         if links
         else [],
         "templating": {"list": variables},
-        "annotations": {"list": []},
+        "annotations": {"list": list(annotations)},
         "panels": layout(panels),
     }
 
@@ -186,6 +200,26 @@ def quantiles(metric, sel, by, qs=(0.5, 0.95, 0.99), classic=False):
     return [target(expr(q), f"{{{{{by}}}}} p{round(q * 100)}") for q in qs]
 
 
+def by_active_path(expr):
+    """A cost with no path label (a whole process's or container's), shown as the
+    path k6 was driving at that moment (the one with the most k6 requests in the
+    window), so each path has its own colour. Only one path runs at a time."""
+    active = f"topk(1, sum by (path) (rate(k6_http_reqs_total{{{K6}}}[$__rate_interval])))"
+    return target(f"0 * {active} + on() group_left() ({expr})", "{{path}}")
+
+
+def p50_of(path):
+    h = "k6_http_req_duration_seconds"
+    return f'histogram_quantile(0.5, sum(rate({h}{{testid=~"$testid", path="{path}"}}[$__range])))'
+
+
+def breakdown_targets():
+    """The catalogue's breakdown terms: one path's client p50 minus another's over
+    the time range, in seconds (a term whose paths did not run has no value)."""
+    return [target(f"{p50_of(a)} - {p50_of(b)}", f"{label} ({a} − {b})")
+            for label, (a, b) in ((t["label"], t["paths"]) for t in CATALOGUE["breakdown"]["terms"])]
+
+
 def ratio_to_tcp(q):
     """Each path's client latency quantile over the whole range, divided by tcp's."""
     h = "k6_http_req_duration_seconds"
@@ -198,16 +232,21 @@ def ratio_to_tcp(q):
 
 def paths_dashboard():
     per_req = f"sum(rate(app_http_requests_total{{{LOAD}}}[$__rate_interval]))"
-    nginx_req = "sum(rate(nginx_http_requests_total[$__rate_interval]))"
+    # Requests either nginx handled on the lab's paths (both log to nginx-log-exporter).
+    nginx_req = 'sum(rate(nginx_location_requests_total{path!="other"}[$__rate_interval]))'
+    nginx_svcs = 'container_label_com_docker_compose_service=~"nginx|nginx-lo"'
     panels = [
         text(
             "How to read this dashboard",
-            "nginx reaches the **same app** four ways: `tcp` and `uds` open a **new upstream connection per "
-            "request** (TCP across the Docker bridge vs a Unix socket in a shared volume); `tcp-ka` and `uds-ka` "
-            "**reuse pooled keepalive connections**. `make load` drives one path at a time at a fixed rate, so the "
-            "paths appear one after another on the time axis: compare latency and cost per request at equal load. "
-            "The socket saves the TCP handshake, TIME_WAIT and the bridge's network stack; its gain is largest on "
-            "the new-connection paths and shrinks once keepalive removes connection setup. Pick a run in *Test run*.",
+            "nginx reaches the **same app** by several paths: `tcp` (TCP **across the Docker bridge**), `tcp-lo` "
+            "(TCP **over loopback**, from `nginx-lo`, the same nginx in the app's network namespace, as a sidecar in "
+            "a pod) and `uds` (the **Unix socket** in a shared volume), each with a **new upstream connection per "
+            "request** or, with `-ka`, **pooled keepalive connections**; `uds-lo` is a control (the socket through "
+            "nginx-lo) that should match `uds`. `make load` drives one path at a time at a fixed rate, so the paths "
+            "appear one after another on the time axis (annotated): compare latency and cost per request at equal "
+            "load. *Where the time goes* splits the difference into connection setup, the bridge and the TCP stack. "
+            "Pick a run in *Test run*; `make report` gives the same with spreads over rounds.",
+            h=5,
         ),
         row("Each path against tcp (whole time range)"),
         stat(
@@ -222,6 +261,18 @@ def paths_dashboard():
             "The same for the 99th percentile: tails are where connection setup and queueing show first.",
             [ratio_to_tcp(0.99)],
             "none",
+        ),
+        stat(
+            "Where the time goes: client p50 difference",
+            "One path's median latency minus another's over the time range (catalogue.json's breakdown): "
+            "connection setup (a path minus its -ka twin), the Docker bridge (tcp minus tcp-lo), the TCP stack "
+            "against the socket (tcp-lo minus uds) and the control (uds-lo minus uds: the two nginx alone). "
+            "One figure over the whole range, no spread: `make report` says which differences are measurable.",
+            breakdown_targets(),
+            "s",
+            w=24,
+            h=6,
+            decimals=1,
         ),
         row("Load and latency"),
         timeseries(
@@ -300,28 +351,31 @@ def paths_dashboard():
             "App CPU per request",
             "CPU microseconds the app's process used per request it served (process CPU rate / request rate). "
             "Accepting a connection per request costs the app CPU that keepalive saves.",
-            [target(f"1e6 * sum(rate(process_cpu_seconds_total{{{APP}}}[$__rate_interval])) / {per_req}", "app")],
+            [by_active_path(f"1e6 * sum(rate(process_cpu_seconds_total{{{APP}}}[$__rate_interval])) / {per_req}")],
             "µs",
         ),
         timeseries(
             "nginx CPU per request (cAdvisor)",
-            "CPU microseconds the nginx container used per request it handled (cAdvisor CPU rate / stub_status "
-            "request rate). Opening upstream connections is nginx's main extra cost on tcp and uds.",
-            [target(f"1e6 * sum(rate(container_cpu_usage_seconds_total{{{svc('nginx')}}}[$__rate_interval])) / {nginx_req}", "nginx")],
+            "CPU microseconds the nginx containers (nginx and nginx-lo: one is busy at a time) used per request "
+            "they handled (cAdvisor CPU rate / access-log request rate), coloured by the path k6 was driving. Opening "
+            "upstream connections is nginx's main extra cost on the new-connection paths.",
+            [by_active_path(f"1e6 * sum(rate(container_cpu_usage_seconds_total{{{nginx_svcs}}}[$__rate_interval])) / {nginx_req}")],
             "µs",
         ),
         timeseries(
             "Context switches per request (host)",
-            "The whole host's context switches per request nginx handled: each new connection adds wake-ups on "
-            "both sides; keepalive and the socket reduce them.",
-            [target(f"sum(rate(node_context_switches_total[$__rate_interval])) / {nginx_req}", "host")],
+            "The whole host's context switches per request nginx handled, coloured by the path k6 was driving: each "
+            "new connection adds wake-ups on both sides; keepalive and the socket reduce them. The host's "
+            "background (Prometheus, Docker, k6) is counted too.",
+            [by_active_path(f"sum(rate(node_context_switches_total[$__rate_interval])) / {nginx_req}")],
             "short",
         ),
         timeseries(
             "New upstream connections/s per listener",
-            "Connections the app accepted per second. On /tcp/ and /uds/ this equals the request rate; on the "
-            "keepalive paths it drops to nearly zero. Unix-socket connections never touch the network stack.",
-            [target(f"sum by (listener) (rate(app_connections_accepted_total{{{APP}}}[$__rate_interval]))", "{{listener}}")],
+            "Connections the app accepted per second, by listener and peer: TCP from across the bridge (nginx: "
+            "network) or from loopback (nginx-lo), and the socket (local). On the new-connection paths this equals "
+            "the request rate; on the keepalive paths it drops to nearly zero.",
+            [target(f"sum by (listener, peer) (rate(app_connections_accepted_total{{{APP}}}[$__rate_interval]))", "{{listener}} {{peer}}")],
             "cps",
         ),
         timeseries(
@@ -337,6 +391,7 @@ def paths_dashboard():
             [
                 target(f"process_resident_memory_bytes{{{APP}}}", "app"),
                 target(f"sum(container_memory_working_set_bytes{{{svc('nginx')}}})", "nginx"),
+                target(f"sum(container_memory_working_set_bytes{{{svc('nginx-lo')}}})", "nginx-lo"),
             ],
             "bytes",
         ),
@@ -344,9 +399,11 @@ def paths_dashboard():
     return dashboard(
         "uds-lab-paths",
         "uds-lab: paths compared",
-        "TCP vs Unix socket between nginx and the app, with and without upstream keepalive.",
+        "TCP across the bridge, TCP over loopback and the Unix socket between nginx and the app, with and "
+        "without upstream keepalive, and where the time goes.",
         panels,
         [TESTID, PATH],
+        annotations=[PHASES],
     )
 
 

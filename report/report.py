@@ -355,19 +355,10 @@ def aggregate(phases, settings):
 
 # ---------------------------------------------------------------- pure: where the time goes
 
-# The cost breakdown: each term is one path's figure minus another's, round by
-# round (a path's round r against the other's round r, as the ratios).
-TERMS = [
-    ("tcp_connect", "TCP connection setup, across the bridge", "tcp", "tcp-ka"),
-    ("tcp_lo_connect", "TCP connection setup, over loopback", "tcp-lo", "tcp-lo-ka"),
-    ("uds_connect", "socket connection setup", "uds", "uds-ka"),
-    ("bridge_new", "the Docker bridge, new connections", "tcp", "tcp-lo"),
-    ("bridge_pooled", "the Docker bridge, pooled", "tcp-ka", "tcp-lo-ka"),
-    ("tcp_vs_uds_new", "TCP over loopback against the socket, new connections", "tcp-lo", "uds"),
-    ("tcp_vs_uds_pooled", "TCP over loopback against the socket, pooled", "tcp-lo-ka", "uds-ka"),
-    ("control_new", "control: nginx-lo against nginx, socket, new connections", "uds-lo", "uds"),
-    ("control_pooled", "control: nginx-lo against nginx, socket, pooled", "uds-lo-ka", "uds-ka"),
-]
+# The cost breakdown (catalogue.json): each term is one path's figure minus
+# another's, round by round (a path's round r against the other's round r, as
+# the ratios).
+TERMS = [(t["key"], t["label"], *t["paths"]) for t in CATALOGUE["breakdown"]["terms"]]
 # The figures a term is given in, in microseconds: (key in METRICS, label, scale to µs).
 TERM_FIGURES = [
     ("client_p50_ms", "client p50 latency", 1e3),

@@ -103,6 +103,13 @@ func TestCatalogueMatchesNginx(t *testing.T) {
 			t.Errorf("path %s: colour %q, want #RRGGBB (Grafana and matplotlib both read it)", name, path.Colour)
 		}
 	}
+	for _, term := range c.Breakdown.Terms {
+		for _, name := range term.Paths {
+			if _, ok := c.Paths[name]; !ok || len(term.Paths) != 2 {
+				t.Errorf("breakdown term %s: paths %v, want two of the catalogue's", term.Key, term.Paths)
+			}
+		}
+	}
 	// Every path in .env's default selection exists.
 	for _, name := range strings.Split(lab.Env(t)["PATHS"], ",") {
 		if _, ok := c.Paths[name]; !ok {

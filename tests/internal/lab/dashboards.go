@@ -41,9 +41,19 @@ func PanelQueries(t testing.TB) []PanelQuery {
 					Expr string `json:"expr"`
 				} `json:"targets"`
 			} `json:"panels"`
+			Annotations struct {
+				List []struct {
+					Name string `json:"name"`
+					Expr string `json:"expr"`
+				} `json:"list"`
+			} `json:"annotations"`
 		}
 		if err := json.Unmarshal(b, &d); err != nil {
 			t.Fatalf("%s: %v", f, err)
+		}
+		// Annotation queries are checked like panels'.
+		for _, a := range d.Annotations.List {
+			out = append(out, PanelQuery{filepath.Base(f), "annotation " + a.Name, a.Expr})
 		}
 		for _, p := range d.Panels {
 			for _, tg := range p.Targets {

@@ -214,6 +214,12 @@ type Catalogue struct {
 	Workloads map[string]struct {
 		Route string `json:"route"`
 	} `json:"workloads"`
+	Breakdown struct {
+		Terms []struct {
+			Key   string   `json:"key"`
+			Paths []string `json:"paths"`
+		} `json:"terms"`
+	} `json:"breakdown"`
 	Order []string `json:"-"` // the paths' names in the file's order
 }
 
