@@ -377,7 +377,7 @@ func checkReport(t *testing.T, testid string) {
 
 	r := readReport(t, testid)
 	if len(r.Phases) != 2*len(paths) {
-		t.Errorf("report.json has %d measured phases, want %d (2 rounds x 4 paths, warm-up left out)", len(r.Phases), 2*len(paths))
+		t.Errorf("report.json has %d measured phases, want %d (2 rounds x every path, warm-up left out)", len(r.Phases), 2*len(paths))
 	}
 	// Figures from both sources: k6's own, and Prometheus over each phase's window.
 	for _, ph := range r.Phases {
@@ -390,6 +390,28 @@ func checkReport(t *testing.T, testid string) {
 	for _, p := range paths[1:] {
 		if ratio := r.Workloads["ping"].Paths[p.path].RatioToTCP; ratio["client_p50_ms"] == nil {
 			t.Errorf("no client p50 ratio to tcp for /%s/", p.path)
+		}
+	}
+	// The answer and the breakdown: every term of the catalogue has its two
+	// paths in this run, so every term is there.
+	ping := r.Workloads["ping"]
+	if !strings.Contains(ping.Answer, "against TCP over loopback") || !strings.Contains(ping.Answer, "against TCP across the Docker bridge") {
+		t.Errorf("the answer does not compare the socket with both TCPs: %q", ping.Answer)
+	}
+	for _, term := range lab.ReadCatalogue(t).Breakdown.Terms {
+		if _, ok := ping.Breakdown[term.Key]; !ok {
+			t.Errorf("report.json has no breakdown term %s", term.Key)
+		}
+	}
+	// The control: the socket through nginx-lo against the socket through nginx.
+	// The same work, so the same median within a wide margin (a short run on a
+	// busy machine); a misplaced nginx-lo (another hop, other limits) would not be.
+	for _, pair := range [][2]string{{"uds-lo", "uds"}, {"uds-lo-ka", "uds-ka"}} {
+		a, b := ping.Paths[pair[0]].Mean["client_p50_ms"], ping.Paths[pair[1]].Mean["client_p50_ms"]
+		if a == nil || b == nil || *a / *b < 0.5 || *a / *b > 2 {
+			t.Errorf("control %s against %s: client p50 %v ms against %v ms, want within a factor of 2", pair[0], pair[1], deref(a), deref(b))
+		} else {
+			t.Logf("control %s against %s: client p50 %.3f ms against %.3f ms", pair[0], pair[1], *a, *b)
 		}
 	}
 	// Errors fail the test; saturation is this machine's business (a busy
@@ -484,13 +506,23 @@ type report struct {
 	} `json:"phases"`
 	Workloads map[string]struct {
 		Paths map[string]struct {
-			RatioToTCP map[string]any `json:"ratio_to_tcp"`
+			RatioToTCP map[string]any      `json:"ratio_to_tcp"`
+			Mean       map[string]*float64 `json:"mean"`
 		} `json:"paths"`
+		Answer    string                    `json:"answer"`
+		Breakdown map[string]map[string]any `json:"breakdown"`
 	} `json:"workloads"`
 	Warnings []struct {
 		Kind    string `json:"kind"`
 		Message string `json:"message"`
 	} `json:"warnings"`
+}
+
+func deref(v *float64) any {
+	if v == nil {
+		return nil
+	}
+	return *v
 }
 
 func readReport(t *testing.T, run string) report {
