@@ -255,7 +255,7 @@ def test_ratio_skips_rounds_without_a_value():
 def test_saturation_by_dropped_iterations_and_rate():
     def client(p, r):
         if p == "uds" and r == 2:
-            return {"dropped_iterations": 12}
+            return {"dropped_iterations": 12, "requests": 988}  # 1.2% of 1000 planned
         if p == "tcp-ka" and r == 3:
             return {"requests": 940}  # 94 req/s < 95% of 100
         return {}
@@ -264,6 +264,32 @@ def test_saturation_by_dropped_iterations_and_rate():
     sat = [w for w in rep["warnings"] if w["kind"] == "saturated"]
     assert {(w["path"], tuple(w["phases"])) for w in sat} == {("uds", ("ping__uds__r2",)), ("tcp-ka", ("ping__tcp-ka__r3",))}
     assert all("k6 was the limit: figures describe k6, not the path" in w["message"] for w in sat)
+
+
+@pytest.mark.parametrize("dropped, requests, saturated", [
+    (4, 4996, False),   # 0.08%: a hiccup, not saturation
+    (10, 990, False),   # exactly 1%: at the threshold, no warning
+    (11, 989, True),    # 1.1%: over it
+])
+def test_dropped_iterations_threshold(dropped, requests, saturated):
+    k6 = make_k6(paths=("tcp", "uds"), rate=500, client=lambda p, r: {"dropped_iterations": dropped, "requests": requests} if p == "uds" else {})
+    # 989 requests at RATE 100 x 10 s is 98.9% of the rate: only the drops can warn.
+    k6["settings"]["rate"] = requests / 10 if requests < 1000 else 500
+    rep = build(k6)
+    assert ("saturated" in kinds(rep)) == saturated
+
+
+@pytest.mark.parametrize("requests, saturated", [(950, False), (949, True)])
+def test_rate_threshold(requests, saturated):
+    k6 = make_k6(paths=("tcp", "uds"), rate=100, client=lambda p, r: {"requests": requests} if p == "uds" else {})
+    assert ("saturated" in kinds(build(k6))) == saturated
+
+
+def test_thresholds_are_stated():
+    md = rpt.render_markdown(build(make_k6()))
+    for text in ("more than 1% of a phase's iterations", "less than 95% of RATE", "90% or more of its CPU limit",
+                 "under 10 s", "within 5% of the others", "wider than 20% of the mean"):
+        assert text in md
 
 
 def test_saturation_by_k6_cpu():
