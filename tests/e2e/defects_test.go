@@ -200,6 +200,7 @@ func slowReaders(t *testing.T, nginx string) {
 	env := lab.Env(t)
 	before := inspectService(t, "nginx")
 	peakMemory(t, before.ID, true)
+	since := time.Now().UTC().Format(time.RFC3339)
 
 	client := &http.Client{Timeout: 3 * time.Minute, Transport: &http.Transport{DisableKeepAlives: true, MaxIdleConnsPerHost: -1}}
 	got := make([]int64, clients)
@@ -252,6 +253,11 @@ func slowReaders(t *testing.T, nginx string) {
 	}
 	if now.OOMKilled || now.Restarts != before.Restarts || now.StartedAt != before.StartedAt {
 		t.Errorf("nginx was OOM-killed or restarted: before %+v, after %+v", before, now)
+	}
+	// The OOM killer takes a worker, not the master: Docker flags the
+	// container only when it stops, and nginx's master logs the loss.
+	if logs := run(t, "docker", "logs", "--since", since, now.ID); strings.Contains(logs, "exited on signal") {
+		t.Errorf("an nginx worker was killed meanwhile:\n%s", logs)
 	}
 	if peak >= limit {
 		t.Errorf("nginx peak memory %d bytes, limit %s", peak, env["NGINX_MEMORY"])
