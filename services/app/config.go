@@ -13,9 +13,16 @@ import (
 const (
 	maxDownloadSize = 1 << 30  // APP_DOWNLOAD_SIZE cap: 1 GiB.
 	maxBytes        = 16 << 20 // /bytes/:n cap: 16 MiB, also the size of the shared payload buffer.
-	maxSleepMS      = 10000    // /sleep/:ms cap: 10 s.
+	maxSleepMS      = 10000    // /sleep/:ms cap: 10 s, the longest request the app serves.
 	maxUnixPathLen  = 107      // sun_path is 108 bytes including the trailing NUL.
 )
+
+// longestRequest is how long a request may take, by design: /sleep's cap
+// (a /cpu request waits APP_CPU_QUEUE_TIMEOUT, 5 s by default, plus its own
+// run). The drain budget must outlast it: APP_SHUTDOWN_TIMEOUT defaults to it
+// plus 5 s, because net/http's Shutdown looks for idle connections only every
+// 500 ms, and compose's stop_grace_period (20 s) outlasts that.
+const longestRequest = maxSleepMS * time.Millisecond
 
 // Config is the validated runtime configuration, read once at start.
 type Config struct {
@@ -27,6 +34,7 @@ type Config struct {
 	DownloadFile     string
 	DownloadSize     int64
 	CPUMaxIterations int64
+	CPU              CPULimits
 }
 
 // loadConfig reads every APP_* setting through getenv (so tests need no real
@@ -67,7 +75,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		cfg.SocketGID = gid
 	}
 
-	toStr := get("APP_SHUTDOWN_TIMEOUT", "10s")
+	toStr := get("APP_SHUTDOWN_TIMEOUT", (longestRequest + 5*time.Second).String())
 	if cfg.ShutdownTimeout, err = time.ParseDuration(toStr); err != nil {
 		return cfg, fmt.Errorf("APP_SHUTDOWN_TIMEOUT=%q: must be a Go duration such as 10s or 500ms", toStr)
 	}
@@ -87,7 +95,29 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		return cfg, fmt.Errorf("APP_CPU_MAX_ITERATIONS=%q: must be an integer greater than 0", cpuStr)
 	}
 
+	def := defaultCPULimits()
+	if cfg.CPU.Concurrency, err = intSetting(get, "APP_CPU_CONCURRENCY", def.Concurrency, 1, 10000); err != nil {
+		return cfg, err
+	}
+	if cfg.CPU.Queue, err = intSetting(get, "APP_CPU_QUEUE", def.Queue, 0, 100000); err != nil {
+		return cfg, err
+	}
+	qtStr := get("APP_CPU_QUEUE_TIMEOUT", def.QueueTimeout.String())
+	if cfg.CPU.QueueTimeout, err = time.ParseDuration(qtStr); err != nil || cfg.CPU.QueueTimeout <= 0 {
+		return cfg, fmt.Errorf("APP_CPU_QUEUE_TIMEOUT=%q: must be a Go duration greater than 0, such as 5s", qtStr)
+	}
+
 	return cfg, nil
+}
+
+// intSetting reads an integer setting in [lo, hi], def when unset.
+func intSetting(get func(string, string) string, name string, def, lo, hi int) (int, error) {
+	raw := get(name, strconv.Itoa(def))
+	v, err := strconv.Atoi(raw)
+	if err != nil || v < lo || v > hi {
+		return 0, fmt.Errorf("%s=%q: must be an integer between %d and %d", name, raw, lo, hi)
+	}
+	return v, nil
 }
 
 func validateTCPAddr(addr string) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +17,11 @@ func TestLoadConfigDefaults(t *testing.T) {
 		UnixSocket:       "/sock/app.sock",
 		SocketMode:       0o660,
 		SocketGID:        -1,
-		ShutdownTimeout:  10 * time.Second,
+		ShutdownTimeout:  15 * time.Second,
 		DownloadFile:     "/tmp/uds-lab-download.bin",
 		DownloadSize:     1048576,
 		CPUMaxIterations: 1000000,
+		CPU:              CPULimits{Concurrency: runtime.GOMAXPROCS(0), Queue: 256, QueueTimeout: 5 * time.Second},
 	}
 	if cfg != want {
 		t.Fatalf("got %+v\nwant %+v", cfg, want)
@@ -36,13 +38,17 @@ func TestLoadConfigValues(t *testing.T) {
 		"APP_DOWNLOAD_FILE":      "/data/f",
 		"APP_DOWNLOAD_SIZE":      "0",
 		"APP_CPU_MAX_ITERATIONS": "5",
+		"APP_CPU_CONCURRENCY":    "3",
+		"APP_CPU_QUEUE":          "0",
+		"APP_CPU_QUEUE_TIMEOUT":  "250ms",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.TCPAddr != "127.0.0.1:9000" || cfg.UnixSocket != "/run/x.sock" || cfg.SocketMode != 0o600 ||
 		cfg.SocketGID != 101 || cfg.ShutdownTimeout != 1500*time.Millisecond || cfg.DownloadFile != "/data/f" ||
-		cfg.DownloadSize != 0 || cfg.CPUMaxIterations != 5 {
+		cfg.DownloadSize != 0 || cfg.CPUMaxIterations != 5 ||
+		cfg.CPU != (CPULimits{Concurrency: 3, Queue: 0, QueueTimeout: 250 * time.Millisecond}) {
 		t.Fatalf("unexpected config %+v", cfg)
 	}
 }
@@ -76,6 +82,11 @@ func TestLoadConfigRejectsBadValues(t *testing.T) {
 		{"APP_CPU_MAX_ITERATIONS", "0", ""},
 		{"APP_CPU_MAX_ITERATIONS", "-5", ""},
 		{"APP_CPU_MAX_ITERATIONS", "1e6", ""},
+		{"APP_CPU_CONCURRENCY", "0", "between 1 and"},
+		{"APP_CPU_CONCURRENCY", "two", "between 1 and"},
+		{"APP_CPU_QUEUE", "-1", "between 0 and"},
+		{"APP_CPU_QUEUE_TIMEOUT", "5", "duration"},
+		{"APP_CPU_QUEUE_TIMEOUT", "0s", "greater than 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {

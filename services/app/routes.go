@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,14 +81,37 @@ func bytesHandler(payload []byte) gin.HandlerFunc {
 	}
 }
 
-func cpuHandler(maxIter int64) gin.HandlerFunc {
+// cpuCheckEvery: how many SHA-256 rounds run between two looks at whether
+// the client is still there (a power of two; about 0.1-0.3 ms of work).
+const cpuCheckEvery = 1024
+
+// cpuHandler runs iterated SHA-256 under the limiter and stops as soon as
+// the client has gone (nginx closes the upstream connection when its client
+// leaves or its proxy_read_timeout fires): abandoned work would only delay
+// everything else.
+func cpuHandler(maxIter int64, lim *cpuLimiter) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		n, ok := intParam(c, "iterations", 1, maxIter)
 		if !ok {
 			return
 		}
+		ctx := c.Request.Context()
+		if code, msg := lim.acquire(ctx); code != 0 {
+			c.AbortWithStatusJSON(code, gin.H{"error": msg})
+			return
+		}
+		defer lim.release()
+		done := ctx.Done()
 		var state [sha256.Size]byte
 		for i := int64(0); i < n; i++ {
+			if i%cpuCheckEvery == 0 {
+				select {
+				case <-done:
+					c.AbortWithStatusJSON(statusClientClosed, gin.H{"error": "request cancelled"})
+					return
+				default:
+				}
+			}
 			state = sha256.Sum256(state[:])
 		}
 		c.JSON(http.StatusOK, gin.H{"iterations": n, "digest": hex.EncodeToString(state[:])})
@@ -126,6 +150,34 @@ func (w readFromWriter) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
 }
 
+// serveFileWriter holds back http.ServeFile's plain-text errors (416 for an
+// unsatisfiable Range, 412, 404 or 500 if the file is gone) so the handler can
+// answer them as JSON like every other error; a success passes straight
+// through, ReadFrom (sendfile) included.
+type serveFileWriter struct {
+	readFromWriter
+	status int    // an error status ServeFile chose, 0 for none
+	msg    []byte // its text
+}
+
+func (w *serveFileWriter) WriteHeader(code int) {
+	if code >= http.StatusBadRequest {
+		w.status = code
+		return
+	}
+	w.readFromWriter.WriteHeader(code)
+}
+
+func (w *serveFileWriter) Write(b []byte) (int, error) {
+	if w.status != 0 {
+		if len(w.msg) < maxEchoedPath {
+			w.msg = append(w.msg, b...)
+		}
+		return len(b), nil
+	}
+	return w.readFromWriter.Write(b)
+}
+
 // downloadFile is gin's c.File (http.ServeFile) with sendfile left reachable:
 // over TCP the kernel copies file to socket. (net.UnixConn has no ReadFrom, so
 // over the Unix socket net/http falls back to a userland copy.)
@@ -134,7 +186,17 @@ func downloadFile(path string) gin.HandlerFunc {
 		// Set explicitly: .bin is not in Go's builtin MIME table and scratch
 		// has no /etc/mime.types, so ServeFile would otherwise sniff.
 		c.Header("Content-Type", contentTypeBinary)
-		http.ServeFile(readFromWriter{c.Writer}, c.Request, path)
+		w := &serveFileWriter{readFromWriter: readFromWriter{c.Writer}}
+		http.ServeFile(w, c.Request, path)
+		if w.status != 0 {
+			msg := strings.TrimSpace(string(w.msg))
+			if msg == "" {
+				msg = strings.ToLower(http.StatusText(w.status))
+			}
+			c.Writer.Header().Del("Content-Type") // ServeFile's text/plain
+			c.Writer.Header().Del("X-Content-Type-Options")
+			c.AbortWithStatusJSON(w.status, gin.H{"error": truncatePath(msg)})
+		}
 	}
 }
 

@@ -252,3 +252,28 @@ func TestReadFromWriterReachesUnderlyingReaderFrom(t *testing.T) {
 		t.Fatalf("n=%d err=%v used=%v body=%q", n, err, under.used, under.Body)
 	}
 }
+
+// An unsatisfiable Range gets a JSON 416 like every other error (issue 14:
+// http.ServeFile's text/plain answer), and a good one still works.
+func TestDownloadRange(t *testing.T) {
+	f := newHandler(t)
+	req := httptest.NewRequest("GET", "/download/file", nil)
+	req.Header.Set("Range", "bytes=999999999-")
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusRequestedRangeNotSatisfiable {
+		t.Fatalf("code %d, body %q", rec.Code, rec.Body)
+	}
+	if msg, _ := jsonBody(t, rec)["error"].(string); !strings.Contains(msg, "range") {
+		t.Errorf("error %q does not mention the range", msg)
+	}
+
+	req = httptest.NewRequest("GET", "/download/file", nil)
+	req.Header.Set("Range", "bytes=10-19")
+	rec = httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	want, _ := os.ReadFile(f.file)
+	if rec.Code != http.StatusPartialContent || !bytes.Equal(rec.Body.Bytes(), want[10:20]) {
+		t.Errorf("bytes=10-19: code %d, body %q", rec.Code, rec.Body)
+	}
+}

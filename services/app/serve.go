@@ -25,10 +25,9 @@ const (
 // drains. It returns nil after a clean drain. ready is a parameter so tests
 // can observe the drain state.
 func serve(ctx context.Context, cfg Config, ready *Readiness, stdout, stderr io.Writer) error {
-	if err := writeDownloadFile(cfg.DownloadFile, cfg.DownloadSize); err != nil {
-		return err
-	}
-
+	// Both listeners first: a second start that fails (port or socket in use)
+	// must not touch what the running instance serves, its download file
+	// included. Connections queue in the backlog until Serve runs.
 	tcpL, err := net.Listen("tcp", cfg.TCPAddr)
 	if err != nil {
 		return fmt.Errorf("APP_TCP_ADDR %s: %w", cfg.TCPAddr, err)
@@ -36,6 +35,12 @@ func serve(ctx context.Context, cfg Config, ready *Readiness, stdout, stderr io.
 	unixS, err := listenUnix(cfg.UnixSocket, cfg.SocketMode, cfg.SocketGID)
 	if err != nil {
 		_ = tcpL.Close()
+		return err
+	}
+	if err := writeDownloadFile(cfg.DownloadFile, cfg.DownloadSize); err != nil {
+		_ = tcpL.Close()
+		_ = unixS.Close()
+		_ = unixS.remove()
 		return err
 	}
 
@@ -46,12 +51,16 @@ func serve(ctx context.Context, cfg Config, ready *Readiness, stdout, stderr io.
 			Readiness:        ready,
 			DownloadFile:     cfg.DownloadFile,
 			CPUMaxIterations: cfg.CPUMaxIterations,
+			CPU:              cfg.CPU,
 			ErrorLog:         stderr,
 		}),
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
+		// "OPTIONS *" goes to the router (a JSON 404) instead of net/http's
+		// built-in empty 200: every answer is JSON.
+		DisableGeneralOptionsHandler: true,
+		ReadHeaderTimeout:            readHeaderTimeout,
+		ReadTimeout:                  readTimeout,
+		WriteTimeout:                 writeTimeout,
+		IdleTimeout:                  idleTimeout,
 		// Tag the connection once; the middleware reads it per request.
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, listenerKey{}, listenerOf(c))
@@ -67,8 +76,12 @@ func serve(ctx context.Context, cfg Config, ready *Readiness, stdout, stderr io.
 	if cfg.SocketGID >= 0 {
 		gid = fmt.Sprint(cfg.SocketGID)
 	}
-	fmt.Fprintf(stdout, "app: listening tcp=%s unix=%s socket_mode=%04o socket_gid=%s download=%s (%d bytes)\n",
-		tcpL.Addr(), cfg.UnixSocket, cfg.SocketMode, gid, cfg.DownloadFile, cfg.DownloadSize)
+	fmt.Fprintf(stdout, "app: listening tcp=%s unix=%s socket_mode=%04o socket_gid=%s download=%s (%d bytes) cpu_concurrency=%d cpu_queue=%d\n",
+		tcpL.Addr(), cfg.UnixSocket, cfg.SocketMode, gid, cfg.DownloadFile, cfg.DownloadSize, cfg.CPU.Concurrency, cfg.CPU.Queue)
+	if cfg.ShutdownTimeout <= longestRequest {
+		fmt.Fprintf(stdout, "app: warning: APP_SHUTDOWN_TIMEOUT=%s does not outlast the longest request (%s): one in flight at SIGTERM may be cut off\n",
+			cfg.ShutdownTimeout, longestRequest)
+	}
 
 	errc := make(chan error, 2)
 	for _, l := range []net.Listener{
@@ -94,8 +107,8 @@ func serve(ctx context.Context, cfg Config, ready *Readiness, stdout, stderr io.
 	fmt.Fprintf(stdout, "app: shutting down, draining for up to %s\n", cfg.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	// Shutdown closes both listeners (Go unlinks the socket file then) and
-	// waits for in-flight requests.
+	// Shutdown closes both listeners and waits for in-flight requests; the
+	// socket file is removed after, only if it is still ours (see remove).
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
 		_ = unixS.remove()

@@ -26,6 +26,7 @@ type Deps struct {
 	Readiness        *Readiness
 	DownloadFile     string
 	CPUMaxIterations int64
+	CPU              CPULimits // zero: defaultCPULimits
 	// ErrorLog receives panic reports from the recovery middleware; nil discards them.
 	ErrorLog io.Writer
 }
@@ -40,6 +41,9 @@ func NewServer(d Deps) http.Handler {
 	}
 	if d.ErrorLog == nil {
 		d.ErrorLog = io.Discard
+	}
+	if d.CPU == (CPULimits{}) {
+		d.CPU = defaultCPULimits()
 	}
 
 	// gin.New, not gin.Default: no per-request logger on the measured path.
@@ -68,7 +72,7 @@ func NewServer(d Deps) http.Handler {
 
 	r.GET("/ping", ping)
 	r.GET("/bytes/:n", bytesHandler(payload))
-	r.GET("/cpu/:iterations", cpuHandler(d.CPUMaxIterations))
+	r.GET("/cpu/:iterations", cpuHandler(d.CPUMaxIterations, newCPULimiter(d.CPU)))
 	r.GET("/sleep/:ms", sleepHandler)
 	r.GET("/download/file", downloadFile(d.DownloadFile))
 	r.GET("/download/stream", downloadStream(d.DownloadFile, bufPool))

@@ -44,10 +44,18 @@ func listenUnix(path string, mode os.FileMode, gid int) (*unixSocket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("APP_UNIX_SOCKET %s: listen: %w", path, err)
 	}
+	// Close must not unlink the path: by then a newer instance may have put
+	// its own socket there. remove() deletes it only if it is still ours.
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	s := &unixSocket{Listener: l, path: path, removedStale: removedStale}
+	s.info, err = os.Lstat(path)
 	fail := func(err error) (*unixSocket, error) {
-		_ = l.Close() // also unlinks the file
+		_ = l.Close()
+		_ = s.remove()
 		return nil, err
+	}
+	if err != nil {
+		return fail(fmt.Errorf("APP_UNIX_SOCKET %s: %w", path, err))
 	}
 
 	// Explicit chmod: the umask only narrows, it cannot grant group access.
@@ -59,9 +67,8 @@ func listenUnix(path string, mode os.FileMode, gid int) (*unixSocket, error) {
 			return fail(fmt.Errorf("APP_SOCKET_GID %d: chown %s: %w (the process must be a member of that group)", gid, path, err))
 		}
 	}
-	if s.info, err = os.Lstat(path); err != nil {
-		return fail(fmt.Errorf("APP_UNIX_SOCKET %s: %w", path, err))
-	}
+	// chmod and chown change the inode, not its identity: s.info still
+	// names the file we created.
 	return s, nil
 }
 
@@ -77,7 +84,7 @@ func clearStaleSocket(path string) (bool, error) {
 		return false, fmt.Errorf("APP_UNIX_SOCKET %s: %w", path, err)
 	}
 	if st.Mode()&os.ModeSocket == 0 {
-		return false, fmt.Errorf("APP_UNIX_SOCKET %s: exists and is not a socket (%s); refusing to remove it", path, st.Mode().Type())
+		return false, fmt.Errorf("APP_UNIX_SOCKET %s: exists and is %s, not a socket; refusing to remove it", path, fileKind(st.Mode()))
 	}
 	c, err := net.DialTimeout("unix", path, 500*time.Millisecond)
 	if err == nil {
@@ -95,9 +102,28 @@ func clearStaleSocket(path string) (bool, error) {
 	return true, nil
 }
 
-// remove deletes the socket file if it is still the one we created. It is
-// idempotent: UnixListener.Close usually unlinked it already, and a newer
-// instance's socket at the same path must not be deleted.
+// fileKind names a file type for an error message (Mode.Type() of a regular
+// file prints as "----------").
+func fileKind(m os.FileMode) string {
+	switch t := m.Type(); {
+	case t == 0:
+		return "a regular file"
+	case t&os.ModeDir != 0:
+		return "a directory"
+	case t&os.ModeSymlink != 0:
+		return "a symbolic link"
+	case t&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case t&os.ModeDevice != 0:
+		return "a device"
+	default:
+		return "a special file (" + t.String() + ")"
+	}
+}
+
+// remove deletes the socket file if it is still the one we created (the
+// listener does not unlink on Close): a newer instance's socket at the same
+// path must not be deleted. It is idempotent.
 func (s *unixSocket) remove() error {
 	st, err := os.Lstat(s.path)
 	if errors.Is(err, os.ErrNotExist) {

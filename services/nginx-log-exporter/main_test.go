@@ -363,3 +363,30 @@ func TestRunUnknownSubcommand(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Implausible numbers are malformed and counted as such; they leave every
+// sum finite and untouched (issue 14: two 308-digit request_times made the
+// duration sum +Inf until restart).
+func TestRunRejectsImplausibleNumbers(t *testing.T) {
+	e := startExporter(t, testEnv())
+	huge := "9" + strings.Repeat("9", 307)
+	e.send(t,
+		nginxLine("/tcp/ping", "200", huge, "", "", "", "1"),
+		nginxLine("/tcp/ping", "200", huge, "", "", "", "1"),
+		nginxLine("/tcp/ping", "200", "0.001", "", "", "", "18446744073709551615"),
+		nginxLine("/tcp/ping", "200", "0.002", "0.000", "0.001", "0.001", "100"),
+	)
+	s := e.waitLines(t, 4)
+	for series, want := range map[string]float64{
+		`nginx_log_lines_total{result="malformed"}`:                 3,
+		`nginx_log_lines_total{result="ok"}`:                        1,
+		`nginx_location_request_duration_seconds_sum{path="tcp"}`:   0.002,
+		`nginx_location_request_duration_seconds_count{path="tcp"}`: 1,
+		`nginx_location_response_bytes_total{path="tcp"}`:           100,
+		`nginx_location_requests_total{path="tcp",status="200"}`:    1,
+	} {
+		if got := metricValue(t, s, series); !near(got, want) {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
+}

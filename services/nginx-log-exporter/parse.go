@@ -110,6 +110,9 @@ func parseDatagram(b []byte, scratch *logLine) (record, error) {
 	if rec.bytesSent, err = strconv.ParseUint(l.BytesSent, 10, 64); err != nil {
 		return rec, fmt.Errorf("bytes_sent: %q is not a non-negative integer", l.BytesSent)
 	}
+	if rec.bytesSent > maxBytesSent {
+		return rec, fmt.Errorf("bytes_sent: %d is over %d, implausible for one response", rec.bytesSent, uint64(maxBytesSent))
+	}
 	rec.uri = l.URI
 	rec.status = parseStatus(l.Status)
 	return rec, nil
@@ -163,8 +166,19 @@ func parseUpstreamTimes(s string) (sum float64, ok bool, err error) {
 	return sum, ok, nil
 }
 
+// Upper bounds of a plausible line. syslog has no authentication, so anyone
+// on the lab network can send a line; without a bound one huge number makes
+// a sum +Inf (or adds 1.8e19 bytes) until the exporter restarts. No lab
+// request lasts a day (nginx's own timeouts end it long before) or sends a
+// TiB (the app's largest answer is a 1 GiB download).
+const (
+	maxSeconds   = 86400
+	maxBytesSent = 1 << 40
+)
+
 // parseSeconds accepts only what nginx writes: digits with an optional
-// fraction ("0.001", "12"). Signs, exponents, "NaN", "Inf" and "" are refused.
+// fraction ("0.001", "12"), up to maxSeconds. Signs, exponents, "NaN", "Inf"
+// and "" are refused.
 func parseSeconds(s string) (float64, error) {
 	digits, dot := 0, false
 	for i := 0; i < len(s); i++ {
@@ -180,5 +194,9 @@ func parseSeconds(s string) (float64, error) {
 	if digits == 0 {
 		return 0, fmt.Errorf("%q is not a number of seconds", s)
 	}
-	return strconv.ParseFloat(s, 64)
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v > maxSeconds {
+		return 0, fmt.Errorf("%.20q is over %d s, implausible for one request", s, maxSeconds)
+	}
+	return v, nil
 }

@@ -104,6 +104,14 @@ func TestParseDatagram(t *testing.T) {
 		{name: "bad upstream header", line: nginxLine("/tcp", "200", "0.001", "", "0.0.1", "", "1"), wantErr: "upstream_header_time"},
 		{name: "bad bytes_sent", line: nginxLine("/tcp", "200", "0.001", "", "", "", "-1"), wantErr: "bytes_sent"},
 		{name: "missing bytes_sent", line: `{"uri":"/tcp","status":"200","request_time":"0.1"}`, wantErr: "bytes_sent"},
+		// Implausible values (issue 14): anyone on the lab network can send
+		// syslog, and one such line would poison a sum until restart.
+		{name: "308-digit request_time", line: nginxLine("/tcp", "200", "9"+strings.Repeat("9", 307), "", "", "", "1"), wantErr: "request_time"},
+		{name: "request_time over the limit", line: nginxLine("/tcp", "200", "86401.000", "", "", "", "1"), wantErr: "request_time"},
+		{name: "upstream time over the limit", line: nginxLine("/tcp", "200", "0.001", "0.001", "0.001, 99999999", "", "1"), wantErr: "upstream_header_time"},
+		{name: "bytes_sent 2^64-1", line: nginxLine("/tcp", "200", "0.001", "", "", "", "18446744073709551615"), wantErr: "bytes_sent"},
+		{name: "bytes_sent over the limit", line: nginxLine("/tcp", "200", "0.001", "", "", "", "1099511627777"), wantErr: "bytes_sent"},
+		{name: "request_time at the limit", line: nginxLine("/tcp", "200", "86400.000", "", "", "", "1099511627776"), path: "tcp", status: 200, reqTime: 86400, bytes: 1 << 40},
 	}
 	var scratch logLine
 	for _, tc := range tests {

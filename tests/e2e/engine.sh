@@ -15,8 +15,17 @@ case ${1:-} in
     # systemd hosts mount / shared; a bare container or VM may not, and then
     # node-exporter's `/:/host:ro,rslave` volume is refused. Make it as on a host.
     if ! findmnt -no PROPAGATION / | grep -q shared; then mount --make-rshared /; fi
-    # setsid: the engine outlives this script until `stop`.
-    setsid dockerd >"$LOG" 2>&1 < /dev/null &
+    # setsid: the engine outlives this script until `stop`. It must not inherit
+    # any other file descriptor: run under `flock /tmp/uds-lab-docker.lock`,
+    # the lock's descriptor would go with it and the lock stay held as long as
+    # the engine runs (seen: every later flock waited forever).
+    (
+      for fd in /proc/self/fd/*; do
+        fd=${fd##*/}
+        if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+      done
+      exec setsid dockerd >"$LOG" 2>&1 < /dev/null
+    ) &
     echo $! >"$PIDFILE"
     for _ in $(seq 60); do
       docker info >/dev/null 2>&1 && { echo started; exit 0; }

@@ -31,8 +31,9 @@ log "left out of this run (cannot be built here, see ../shared/notes/test-bed.md
 echo "  grafana: no Debian package and its Go module is not available"
 echo "  cadvisor: its command's Go module is not available"
 
+# E2E_RUN: a go test -run pattern, to run one test (e.g. E2E_RUN=TestOverloadAndStop).
 log "go test ./e2e"
 status=0
-(cd tests && go test -count=1 -v -timeout 40m ./e2e/) || status=$?
+(cd tests && go test -count=1 -v -timeout 40m -run "${E2E_RUN:-.}" ./e2e/) || status=$?
 log "done: exit $status"
 exit $status

@@ -32,6 +32,8 @@ type stack struct {
 	logExp    string            // http://127.0.0.1:port, nginx-log-exporter's metrics
 	workers   int               // nginx worker processes
 	app       *exec.Cmd
+	nginx     *exec.Cmd // nginx's master process
+	dir       string    // nginx's run folder (pid, temp files)
 }
 
 // build compiles one of services/* into dir.
@@ -46,7 +48,17 @@ func build(t *testing.T, dir, service string) string {
 	return bin
 }
 
-func startStack(t *testing.T) stack {
+// options change the stack for one test: extra or overriding template
+// variables, and an edit of the rendered config (to shorten a timeout the
+// test would otherwise wait out).
+type options struct {
+	vars map[string]string
+	edit func(t *testing.T, conf string) string
+}
+
+func startStack(t *testing.T) stack { return startStackWith(t, options{}) }
+
+func startStackWith(t *testing.T, o options) stack {
 	t.Helper()
 	dir := lab.ShortTempDir(t)
 	nginx := lab.Tool(t, "nginx")
@@ -126,7 +138,7 @@ func startStack(t *testing.T) stack {
 			t.Fatal(err)
 		}
 		port, statusPort := lab.FreePort(t), lab.FreePort(t)
-		conf := lab.RenderTemplate(t, lab.Path(t, "nginx", "templates", "nginx.conf.template"), map[string]string{
+		vars := map[string]string{
 			"NGINX_WORKER_PROCESSES": strconv.Itoa(workers),
 			"NGINX_RUN_DIR":          runDir,
 			"NGINX_LISTEN_PORT":      strconv.Itoa(port),
@@ -135,7 +147,18 @@ func startStack(t *testing.T) stack {
 			"APP_TCP_UPSTREAM":       fmt.Sprintf("127.0.0.1:%d", appPort),
 			"APP_UNIX_SOCKET":        socket,
 			"NGINX_ACCESS_LOG":       accessLog,
-		})
+		}
+		// Settings compose gives nginx from .env, as .env has them.
+		for _, k := range []string{"NGINX_WORKER_CONNECTIONS", "NGINX_MAX_IN_FLIGHT"} {
+			vars[k] = lab.Env(t)[k]
+		}
+		for k, v := range o.vars {
+			vars[k] = v
+		}
+		conf := lab.RenderTemplate(t, lab.Path(t, "nginx", "templates", "nginx.conf.template"), vars)
+		if o.edit != nil {
+			conf = o.edit(t, conf)
+		}
 		confPath := filepath.Join(runDir, "nginx.conf")
 		if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
@@ -143,9 +166,10 @@ func startStack(t *testing.T) stack {
 		if out, err := exec.Command(nginx, "-t", "-c", confPath, "-g", nginxUser).CombinedOutput(); err != nil {
 			t.Fatalf("nginx -t: %v\n%s", err, out)
 		}
-		start(t, name, os.Environ(), nginx, "-c", confPath, "-g", "daemon off; "+nginxUser)
+		cmd := start(t, name, os.Environ(), nginx, "-c", confPath, "-g", "daemon off; "+nginxUser)
 		s.urls[name] = fmt.Sprintf("http://127.0.0.1:%d", port)
 		if name == "nginx" {
+			s.nginx, s.dir = cmd, runDir
 			s.nginxURL = s.urls[name]
 			s.statusURL = fmt.Sprintf("http://127.0.0.1:%d/stub_status", statusPort)
 		}
@@ -276,12 +300,14 @@ func TestLocations(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.path, func(t *testing.T) {
+			// Taken before the warm-up: nginx logs a request after it has
+			// answered, so the warm-up's line may arrive at any time after.
+			logBefore := logged(t, s, tc.path)
 			// Warm the pool first so a keepalive path starts with its connections open.
 			if _, err := get(client, tc.url+"/ping"); err != nil {
 				t.Fatal(err)
 			}
 			before := appCounts(t, scraper, s)
-			logBefore := logged(t, s, tc.path)
 			for i := 0; i < n; i++ {
 				body, err := get(client, tc.url+"/ping")
 				if err != nil {
@@ -312,13 +338,13 @@ func TestLocations(t *testing.T) {
 			}
 			t.Logf("/%s/: %d requests -> %s listener, %v connections accepted", tc.path, n, tc.listener, accepted)
 
-			// Every request reached nginx-log-exporter as one access-log line
-			// (UDP: give the last datagrams a moment).
+			// Every request, the warm-up's too, reached nginx-log-exporter as
+			// one access-log line (UDP: give the last datagrams a moment).
 			waitFor(t, "access log lines for /"+tc.path+"/", func() error {
 				got := logged(t, s, tc.path)
 				for name, v := range got {
-					if d := v - logBefore[name]; d != n {
-						return fmt.Errorf("%s{path=%q}: %v new, want %d", name, tc.path, d, n)
+					if d := v - logBefore[name]; d != n+1 {
+						return fmt.Errorf("%s{path=%q}: %v new, want %d", name, tc.path, d, n+1)
 					}
 				}
 				return nil
@@ -390,7 +416,7 @@ func TestMalformedRequests(t *testing.T) {
 		method, path string
 		header       map[string]string
 		status       int
-		json         bool // the app answered: a JSON {"error"}
+		json         bool // a JSON {"error"}: from the app, or nginx's own
 	}{
 		{"GET", "/tcp/bytes/abc", nil, 400, true},
 		{"GET", "/uds/bytes/-1", nil, 400, true},
@@ -413,12 +439,16 @@ func TestMalformedRequests(t *testing.T) {
 		{"GET", "/uds/download/../../etc/passwd", nil, 404, true},
 		{"GET", "/tcp/download/%2e%2e/%2e%2e/etc/passwd", nil, 404, true},
 		// Rejected by nginx itself, before any location: a path above the root,
-		// TRACE, an oversize header or URI, a NUL byte.
-		{"GET", "/tcp-ka/download/file/../../../../etc/passwd", nil, 400, false},
-		{"TRACE", "/tcp/ping", nil, 405, false},
-		{"GET", "/tcp/ping", map[string]string{"X-Big": big}, 400, false},
-		{"GET", "/tcp/bytes/" + strings.Repeat("9", 9000), nil, 414, false},
-		{"GET", "/uds/bytes/%00", nil, 400, false},
+		// TRACE, an oversize header or URI, a NUL byte; nginx's JSON (issue 14:
+		// these were HTML pages).
+		{"GET", "/tcp-ka/download/file/../../../../etc/passwd", nil, 400, true},
+		{"TRACE", "/tcp/ping", nil, 405, true},
+		{"GET", "/tcp/ping", map[string]string{"X-Big": big}, 400, true},
+		{"GET", "/tcp/bytes/" + strings.Repeat("9", 9000), nil, 414, true},
+		{"GET", "/uds/bytes/%00", nil, 400, true},
+		// An unsatisfiable Range: the app's JSON 416, passed through.
+		{"GET", "/tcp/download/file", map[string]string{"Range": "bytes=99999999-"}, 416, true},
+		{"GET", "/uds-ka/download/file", map[string]string{"Range": "bytes=99999999-"}, 416, true},
 	}
 	for _, tc := range cases {
 		name := tc.method + " " + tc.path
@@ -495,4 +525,18 @@ func TestAppDown(t *testing.T) {
 			t.Errorf("/%s/ping with the app down: %d %q, want 502 with a JSON error", path, resp.StatusCode, body)
 		}
 	}
+	// nginx's JSON error page keeps the request's $uri: the access log still
+	// files each 502 under its path.
+	waitFor(t, "the 502s in nginx-log-exporter", func() error {
+		mf, err := lab.Metrics(http.DefaultClient, s.logExp+"/metrics")
+		if err != nil {
+			return err
+		}
+		for _, path := range []string{"tcp", "uds", "tcp-ka", "uds-ka"} {
+			if v, _ := lab.Value(mf, "nginx_location_requests_total", map[string]string{"path": path, "status": "502"}); v != 1 {
+				return fmt.Errorf("nginx_location_requests_total{path=%q,status=\"502\"} = %v, want 1", path, v)
+			}
+		}
+		return nil
+	})
 }
