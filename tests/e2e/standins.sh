@@ -8,6 +8,7 @@
 #   prometheus, node-exporter, k6   built from module sources at .env's versions
 #   golang       this machine's Go + the app's modules (GO_IMAGE build arg)
 #   debian base  also WRK_BASE_IMAGE: services/wrk installs Debian's wrk on it
+#   python       Debian's Python 3.11 with pip (PYTHON_IMAGE of report/Dockerfile)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 set -a; . ./.env; set +a
@@ -60,6 +61,9 @@ fi
 TOOLS=uds-lab-standin/tools:bookworm
 build "$TOOLS" $HERE/tools.Dockerfile $HERE "BASE=$BASE"
 
+PYTHON=uds-lab-standin/python:3.11-debian
+build "$PYTHON" $HERE/python.Dockerfile $HERE "BASE=$BASE"
+
 NGINX=uds-lab-standin/nginx:1.22-debian
 build "$NGINX" $HERE/nginx/Dockerfile $HERE/nginx "TOOLS=$TOOLS"
 EXPORTER=uds-lab-standin/nginx-exporter:0.11-debian
@@ -107,4 +111,5 @@ K6_IMAGE=$K6
 GO_IMAGE=$GOLANG
 APP_RUNTIME_IMAGE=scratch
 WRK_BASE_IMAGE=$BASE
+PYTHON_IMAGE=$PYTHON
 ENV
