@@ -6,6 +6,7 @@
 # Last, it runs the lab once more with / made a private mount (as on Docker
 # Desktop, rootless Docker, WSL2 without systemd), and makes / shared again
 # whatever happens (other work on this engine needs node-exporter's rslave).
+# E2E_RUN=<regexp> runs only the tests it matches (go test -run), for work on one.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 t0=$(date +%s)
@@ -50,16 +51,19 @@ log "ports: nginx $NGINX_PORT, prometheus $PROMETHEUS_PORT, grafana $GRAFANA_POR
 
 log "go test ./e2e"
 status=0
-(cd tests && go test -count=1 -v -timeout 40m ./e2e/) || status=$?
+filter=${E2E_RUN:-.}
+(cd tests && go test -count=1 -v -timeout 40m -run "$filter" ./e2e/) || status=$?
 
-log "go test ./e2e -run TestPrivateRoot: / a private mount"
-if [ "$(findmnt -no PROPAGATION /)" != shared ]; then
+if ! echo TestPrivateRoot | grep -Eq -- "$filter"; then
+  log "TestPrivateRoot: not in E2E_RUN=$filter"
+elif [ "$(findmnt -no PROPAGATION /)" != shared ]; then
   log "FAIL: / is not a shared mount before the test (findmnt: $(findmnt -no PROPAGATION /))"; status=1
 elif [ "$(id -u)" != 0 ]; then
   log "FAIL: making / private needs root"; status=1
 else
   root_private=1
   mount --make-private /
+  log "go test ./e2e -run TestPrivateRoot: / a private mount"
   (cd tests && UDS_LAB_E2E_PRIVATE_ROOT=1 go test -count=1 -v -timeout 15m -run '^TestPrivateRoot$' ./e2e/) || status=$?
   mount --make-rshared / && root_private="" && log "/ is a shared mount again"
 fi
