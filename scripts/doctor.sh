@@ -88,6 +88,7 @@ gather() {
     echo "set_$n=$(setting "$n")"
   done
   echo "make_version=$(make --version 2>/dev/null | awk 'NR == 1 { print $NF }')"
+  echo "python3=$(command -v python3 >/dev/null 2>&1 && echo yes || echo no)"
   command -v docker >/dev/null 2>&1 || { echo "cli=no"; return; }
   echo "cli=yes"
   info=$(docker info 2>&1); rc=$?
@@ -245,6 +246,9 @@ judge() {
   fi
 
   row ok "make report" "runs in a container: no Python needed on this machine" ""
+  if [ "$(f python3)" = no ]; then
+    row info "python3" "not on this machine: make up, load, max and report need none; make contract and the tests (make test) do" "install Python 3 for make contract"
+  fi
   v=$(f make_version)
   if [ -n "$v" ] && ! vge "$v" 3.82; then
     row warn "make" "GNU make $v ignores .SHELLFLAGS: a failing command inside a pipe goes unnoticed" "use a newer GNU make (macOS: brew install make, then gmake)"

@@ -190,6 +190,9 @@ func TestNoEngineAndOldTools(t *testing.T) {
 	has(t, "rows", rows, "row|warn|buildx|not installed")
 	rows, _ = judge(t, "testbed-20.10-cgroupv1.txt", "make_version=3.81")
 	has(t, "rows", rows, "row|warn|make|GNU make 3.81 ignores .SHELLFLAGS")
+	rows, plan = judge(t, "testbed-20.10-cgroupv1.txt", "python3=no")
+	has(t, "rows", rows, "row|info|python3|not on this machine: make up, load, max and report need none")
+	hasNot(t, "no python3", plan, "UP_BLOCKED")
 }
 
 func TestPortsAndSubsets(t *testing.T) {
