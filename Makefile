@@ -7,28 +7,48 @@ MAKEFLAGS += --no-print-directory
 COMPOSE ?= docker compose
 # A value from the environment, else from .env (for what make itself prints).
 env = $(or $($(1)),$(shell sed -n 's/^$(1)=//p' .env))
-TESTID ?= $(shell date +%Y%m%d-%H%M%S)
+# One run id per make invocation: `:=` asks the clock once (`?=` would ask it at
+# every use, and a second boundary between two uses would name two runs).
+TESTID := $(or $(TESTID),$(shell date +%Y%m%d-%H%M%S))
 # Services `make up` starts; empty means all of them.
 SERVICES ?=
 # Test tools built from source are cached here (scripts/test-deps.sh).
 UDS_LAB_CACHE ?= $(HOME)/.cache/uds-lab
 export PATH := $(UDS_LAB_CACHE)/bin:$(PATH)
-# Python for `make report` (matplotlib), in a virtual environment of the repository.
+# Python for the tests of report/ and scripts/ (make test); `make report` itself
+# runs in a container and needs no Python here.
 VENV ?= .venv
 
-$(VENV)/.installed: report/requirements.txt
+$(VENV)/.installed: report/requirements.txt report/requirements-dev.txt
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q -r report/requirements.txt
+	$(VENV)/bin/pip install -q -r report/requirements-dev.txt
 	touch $@
 
 ##@ Lab
 
+.PHONY: doctor
+doctor: ## Check this machine's Docker for the lab: what will run, what will be missing and why, and the fix
+	@scripts/doctor.sh
+
+# make up runs the doctor's checks first: it stops on what would break the lab
+# (no engine, a port taken, a CPU set beyond the cores) and degrades the
+# watchers that cannot run here (node-exporter without rslave, or left out
+# like cAdvisor), so that the lab starts whenever nginx, the app, Prometheus
+# and Grafana can.
 .PHONY: up
 up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset) and wait until healthy
-	@if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app nginx-log-exporter; \
+	@plan=$$(scripts/doctor.sh --up) || exit 1; set -a; eval "$$plan"; set +a; \
+	if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app nginx-log-exporter; \
 	else $(COMPOSE) build nginx-log-exporter; \
-	docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE"; fi
-	$(COMPOSE) up -d --no-build --wait $(SERVICES)
+	docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE"; fi; \
+	for s in $$UP_LEFT_OUT; do $(COMPOSE) rm -fsv $$s >/dev/null 2>&1 || true; done; \
+	$(COMPOSE) up -d --no-build --wait $$UP_CORE; \
+	for s in $$UP_OPTIONAL; do \
+		$(COMPOSE) up -d --no-build --no-deps --wait $$s || { \
+			echo "make up: $$s did not start: left out ($(COMPOSE) logs $$s says why)" >&2; \
+			$(COMPOSE) rm -fsv $$s >/dev/null 2>&1 || true; }; \
+	done; \
+	scripts/doctor.sh --cadvisor-check || $(COMPOSE) rm -fsv cadvisor >/dev/null 2>&1 || true
 	@echo
 	@echo "uds-lab is up:"
 	@echo "  nginx paths  http://127.0.0.1:$(call env,NGINX_PORT)/{tcp,uds,tcp-ka,uds-ka}/ping"
@@ -38,11 +58,11 @@ up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset
 	@echo "  Prometheus   http://127.0.0.1:$(call env,PROMETHEUS_PORT)/"
 	@echo "Next: make load"
 
-# The settings a run ran with (images, limits, CPU sets), for the report; no secrets.
+# The settings a run ran with (images, limits, CPU sets), for the report; no
+# secrets: every service but Grafana (its admin password).
 define snapshot
 	@mkdir -p results/$(TESTID)
-	@$(COMPOSE) --profile load config --format json \
-		| python3 -c 'import json,sys; c=json.load(sys.stdin); c["services"].pop("grafana", None); json.dump(c, sys.stdout, indent=1)' \
+	@$(COMPOSE) --profile load config --format json $$($(COMPOSE) --profile load config --services | grep -vx grafana) \
 		> results/$(TESTID)/compose.json
 	@echo $(TESTID) > results/last
 endef
@@ -58,15 +78,16 @@ max: ## Find each path's throughput limit (GENERATOR=k6 or wrk, CONNECTIONS, DUR
 	$(snapshot)
 	@echo "$(call env,GENERATOR) run testid=$(TESTID), max throughput"
 	@if [ "$(call env,GENERATOR)" = wrk ]; then \
-		$(COMPOSE) --profile load build wrk >/dev/null && TESTID=$(TESTID) COMPOSE="$(COMPOSE)" python3 scripts/max.py; \
+		$(COMPOSE) --profile load build wrk >/dev/null \
+		&& TESTID=$(TESTID) $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" wrk; \
 	elif [ "$(call env,GENERATOR)" = k6 ]; then \
 		TESTID=$(TESTID) MODE=max $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6; \
 	else echo "GENERATOR=$(call env,GENERATOR): must be k6 or wrk" >&2; exit 2; fi
 
 .PHONY: report
-report: $(VENV)/.installed ## Write results/<run>/report.md, report.json and charts for the last run (RUN=<testid> for another)
-	$(VENV)/bin/python report/report.py --run "$(or $(RUN),$$(cat results/last))" \
-		--prometheus http://127.0.0.1:$(call env,PROMETHEUS_PORT) --results results
+report: ## Write results/<run>/report.md, report.json and charts for the last run (RUN=<testid> for another)
+	@$(COMPOSE) --profile report build report >/dev/null
+	$(COMPOSE) --profile report run --rm --user "$$(id -u):$$(id -g)" report --run "$(or $(RUN),$$(cat results/last))"
 
 .PHONY: contract
 contract: ## Check an app image against the contract (APP_IMAGE=<image>; default: the lab's app) and print a table
@@ -77,12 +98,12 @@ contract: ## Check an app image against the contract (APP_IMAGE=<image>; default
 
 .PHONY: down
 down: ## Stop the lab; Prometheus and Grafana data are kept
-	$(COMPOSE) --profile load down --remove-orphans
+	$(COMPOSE) --profile load --profile report down --remove-orphans
 
 .PHONY: clean
 clean: ## Stop the lab and delete its volumes (Prometheus data too) and the locally built images
-	$(COMPOSE) --profile load down --remove-orphans --volumes
-	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local uds-lab/wrk:local uds-lab/contract:local >/dev/null 2>&1 || true
+	$(COMPOSE) --profile load --profile report down --remove-orphans --volumes
+	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local uds-lab/wrk:local uds-lab/contract:local uds-lab/report:local >/dev/null 2>&1 || true
 
 .PHONY: ps
 ps: ## Show the lab's containers and their health
@@ -108,10 +129,11 @@ check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, d
 	cd tests && go test -count=1 ./static/...
 
 .PHONY: test
-test: check $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Python), a short fuzz, nginx + app integration
+test: check $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Python, make doctor), a short fuzz, nginx + app integration
 	for m in $(GO_SERVICES); do (cd $$m && go test -count=1 -race ./...); done
 	$(MAKE) fuzz
 	$(VENV)/bin/python -m pytest -q report scripts
+	cd tests && go test -count=1 ./doctor/...
 	cd tests && go test -count=1 ./integration/...
 
 FUZZTIME ?= 5s

@@ -485,9 +485,32 @@ def load_dashboard():
     )
 
 
+def watchers():
+    """Whether node-exporter and cAdvisor run and cAdvisor sees containers: make up
+    leaves them out where they cannot run, and their panels are then empty."""
+    return stat(
+        "Watchers: node-exporter, cAdvisor",
+        "1: running and scraped. 0: down, or left out by make up where it cannot run (Docker Desktop, rootless "
+        "Docker, / not a shared mount, containerd's socket out of reach: `make doctor` says why); the panels fed by "
+        "it stay empty and the report names the figures it lacks. Containers cAdvisor labels: 0 while it runs means "
+        "it cannot see the container runtime (google/cadvisor#3772).",
+        [
+            target('max(up{job="node"}) or vector(0)', "node-exporter"),
+            target('max(up{job="cadvisor"}) or vector(0)', "cAdvisor"),
+            target('count(container_cpu_usage_seconds_total{container_label_com_docker_compose_service!=""}) or vector(0)',
+                   "containers cAdvisor labels"),
+        ],
+        "short",
+        w=24,
+        h=4,
+        decimals=0,
+    )
+
+
 def host_dashboard():
     services = 'container_label_com_docker_compose_service!=""'
     panels = [
+        watchers(),
         timeseries(
             "Host CPU by mode",
             "Cores busy on the whole machine, by mode. softirq rises with network traffic across the Docker bridge; "

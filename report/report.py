@@ -16,6 +16,7 @@ rendering (Markdown, charts). Only the I/O part touches the network or disk.
 import argparse
 import json
 import math
+import re
 import sys
 import urllib.error
 import urllib.parse
@@ -43,6 +44,33 @@ MAX_K6_CPU_SHARE = 0.90  # k6 at or above this share of its CPU limit: k6 was bu
 MAX_RELATIVE_SPREAD = 0.20  # (max - min) / mean of the per-round ratios
 MIN_PHASE_S = 10  # two scrape intervals (prometheus.yml: 5 s): shorter phases get no server-side figures
 SAME_CEILING = 1.05  # max mode: every path within 5% of the others: one ceiling, likely the generator's
+# A counter sampled less often than the phase is long (cAdvisor: every 5-10 s,
+# its samples carry their own timestamps) can have fewer than two samples inside
+# a phase's window, where increase() gives nothing: the report then reads the
+# samples up to this far around it. The others are scraped every 5 s.
+SPARSE_REACH_S = 15
+SPARSE_SOURCES = ("cadvisor",)
+# Which Prometheus job each server figure comes from, and its name, for the
+# reason a figure is missing.
+COLLECTORS = {"app": "the app", "nginx": "nginx-exporter", "nginx-log": "nginx-log-exporter",
+              "node": "node-exporter", "cadvisor": "cAdvisor"}
+RAW_SOURCES = {
+    "app_p50_s": "app", "app_p99_s": "app", "app_requests": "app", "app_cpu_s": "app",
+    "nginx_cpu_s": "cadvisor", "k6_cpu_cores": "cadvisor", "nginx_requests": "nginx-log", "ctx_switches": "node",
+    "connect_sum_s": "nginx-log", "connect_count": "nginx-log", "nginx_5xx": "nginx-log",
+}
+# Each server figure from its raw values (the last one divides, where two);
+# the per-request costs divide by the generator's own count (PER_GENERATOR_REQUEST).
+FIGURE_INPUTS = {
+    "app_p50_ms": ["app_p50_s"], "app_p99_ms": ["app_p99_s"], "app_requests": ["app_requests"],
+    "app_cpu_us_per_req": ["app_cpu_s", "app_requests"], "nginx_requests": ["nginx_requests"],
+    "nginx_cpu_us_per_req": ["nginx_cpu_s"], "ctx_switches_per_req": ["ctx_switches"],
+    "nginx_connect_ms": ["connect_sum_s", "connect_count"], "k6_cpu_cores": ["k6_cpu_cores"],
+}
+PER_GENERATOR_REQUEST = ("nginx_cpu_us_per_req", "ctx_switches_per_req")
+# sum(increase(S[Ns] @ T)) and sum(rate(...)): a counter the report can also
+# read from its raw samples.
+COUNTER_EXPR = re.compile(r"^sum\((increase|rate)\((.+)\[[0-9]+s\] @ [0-9.]+\)\)$")
 
 # Every figure of a phase: key -> (label, unit, decimals). Order = report.json order.
 METRICS = {
@@ -138,6 +166,13 @@ def samples(data):
     return []
 
 
+def matrix_samples(data):
+    """A range-vector answer as a list of series, each a list of (t, value or None)."""
+    if not data or data.get("resultType") != "matrix":
+        return []
+    return [[(float(t), number(v)) for t, v in s.get("values") or []] for s in data.get("result") or []]
+
+
 def scalar(query, expr):
     """The first sample's value; None when there is no series (never 0)."""
     s = samples(query(expr))
@@ -223,15 +258,121 @@ def client_figures(phase):
     }
 
 
+def sparse_increase(series, start, end):
+    """A counter's increase over [start, end] from its samples around the
+    window, for when fewer than two lie inside it (increase() has nothing).
+    Per series: the rate between the last sample at or before the start (else
+    the first inside) and the first at or after the end (else the last inside),
+    resets counted as increase() counts them, times the window's length.
+    Returns (increase, None), or (None, reason)."""
+    total, used = 0.0, 0
+    for samples in series:
+        pts = sorted((t, v) for t, v in samples if v is not None)
+        inside = [p for p in pts if start < p[0] < end]
+        before = [p for p in pts if p[0] <= start]
+        after = [p for p in pts if p[0] >= end]
+        a = before[-1] if before else (inside[0] if inside else None)
+        b = after[0] if after else (inside[-1] if inside else None)
+        if a is None or b is None or b[0] <= a[0]:
+            continue
+        seg = [p for p in pts if a[0] <= p[0] <= b[0]]
+        delta = sum(v2 - v1 if v2 >= v1 else v2 for (_, v1), (_, v2) in zip(seg, seg[1:]))
+        total += delta / (b[0] - a[0]) * (end - start)
+        used += 1
+    if used:
+        return total, None
+    return None, ("too few samples" if any(series) else "no series")
+
+
+def sparse_estimate(query, expr, window):
+    """A counter figure that increase() or rate() could not give, from the raw
+    samples around the window: (value, None) or (None, "no series" | "too few samples")."""
+    m = COUNTER_EXPR.match(expr)
+    if m is None:
+        return None, "no value"
+    fn, selector = m.groups()
+    start, end = window
+    reach = int(math.ceil(end - start + 2 * SPARSE_REACH_S))
+    series = matrix_samples(query(f"{selector}[{reach}s] @ {end + SPARSE_REACH_S:.3f}"))
+    inc, reason = sparse_increase(series, start, end)
+    if inc is None:
+        return None, reason
+    return (inc / (end - start) if fn == "rate" else inc), None
+
+
+def missing_reason(query, raw_key, problem, window, cache):
+    """Why a raw value is missing, in words, from its collector's `up` over the window."""
+    job = RAW_SOURCES.get(raw_key)
+    name = COLLECTORS.get(job, job)
+    if job is None:
+        return problem
+    if job not in cache:
+        start, end = window
+        cache[job] = scalar(query, f'max(max_over_time(up{{job="{job}"}}[{int(math.ceil(end - start))}s] @ {end:.3f}))')
+    if not cache[job]:
+        hint = " (make up leaves it out where it cannot run: see make doctor)" if job in ("cadvisor", "node") else ""
+        return f"{name} not running{hint}"
+    if problem == "too few samples":
+        return f"too few {name} samples around the window"
+    if job == "cadvisor" and problem == "no series":
+        return "cAdvisor runs but labels no container (google/cadvisor#3772: see make doctor)"
+    return f"no series from {name}" if problem == "no series" else f"{name}: {problem}"
+
+
+def server_values(query, phase, window, gen="k6"):
+    """The raw values of one phase, the ones read from samples around the window
+    (sparse counters), and why the others are missing."""
+    if window is None:
+        return {}, [], {k: "load.json has no start time" for k in RAW_SOURCES}
+    exprs = server_queries(phase["path"], phase["duration_s"], window[1], gen)
+    raw, estimated, why, cache = {}, [], {}, {}
+    for k, e in exprs.items():
+        raw[k] = scalar(query, e)
+        # No 5xx series means none was logged: nothing missing.
+        if raw[k] is not None or k == "nginx_5xx":
+            continue
+        problem = "no value in the window"
+        if RAW_SOURCES.get(k) in SPARSE_SOURCES:
+            raw[k], problem = sparse_estimate(query, e, window)
+            if raw[k] is not None:
+                estimated.append(k)
+                continue
+        why[k] = missing_reason(query, k, problem, window, cache)
+    return raw, estimated, why
+
+
 def server_figures(query, phase, window, gen="k6"):
     """Prometheus's figures for one phase; every one None when there is no window or series.
     Costs are per request the load generator completed in the phase (its exact
     count): the same denominator for every path and either nginx."""
-    if window is None:
-        raw = {}
-    else:
-        exprs = server_queries(phase["path"], phase["duration_s"], window[1], gen)
-        raw = {k: scalar(query, e) for k, e in exprs.items()}
+    return server_figures_explained(query, phase, window, gen)[0]
+
+
+def server_figures_explained(query, phase, window, gen="k6"):
+    """(figures, estimated, missing): the figures, those read from samples
+    around the window, and why each missing one is missing."""
+    raw, estimated_raw, why = server_values(query, phase, window, gen)
+    figures = server_figures_from(raw, window, phase)
+    estimated, missing = [], {}
+    for fig, inputs in FIGURE_INPUTS.items():
+        if any(k in estimated_raw for k in inputs) and figures.get(fig) is not None:
+            estimated.append(fig)
+        if figures.get(fig) is not None:
+            continue
+        gone = [why[k] for k in inputs if k in why]
+        if gone:
+            missing[fig] = gone[0]
+        elif len(inputs) == 2 and not raw.get(inputs[1]):
+            missing[fig] = f"no {METRICS.get(inputs[1], (inputs[1].replace('_', ' '),))[0]} in the window"
+        elif fig in PER_GENERATOR_REQUEST and not phase.get("requests"):
+            missing[fig] = "no requests in the window"
+        else:
+            missing[fig] = "no value (NaN)"
+    return figures, estimated, missing
+
+
+def server_figures_from(raw, window, phase):
+    """The phase's server figures from its raw values."""
     get = raw.get
     requests = phase.get("requests") or None
     return {
@@ -250,11 +391,14 @@ def server_figures(query, phase, window, gen="k6"):
 
 
 def phase_figures(k6, query):
-    """Every measured phase with its window and figures, in run order."""
+    """Every measured phase with its window and figures, in run order; `missing`
+    says why a server figure is n/a, `estimated` which ones came from samples
+    around the window."""
     out = []
     gen = generator(k6.get("settings") or {})
     for p in measured_phases(k6):
         window = phase_window(k6, p)
+        server, estimated, missing = server_figures_explained(query, p, window, gen)
         out.append({
             "name": p["name"],
             "workload": p["workload"],
@@ -263,7 +407,9 @@ def phase_figures(k6, query):
             "endpoint": p.get("endpoint"),
             "window": None if window is None else {"start_s": round(window[0], 3), "end_s": round(window[1], 3)},
             "generator": gen,
-            "figures": {**client_figures(p), **server_figures(query, p, window, gen)},
+            "figures": {**client_figures(p), **server},
+            "estimated": estimated,
+            "missing": missing,
         })
     return out
 
@@ -345,6 +491,8 @@ def aggregate(phases, settings):
                 "mean": {k: mean(v.values()) for k, v in per_metric.items()},
                 "min": {k: min((x for x in v.values() if x is not None), default=None) for k, v in per_metric.items()},
                 "max": {k: max((x for x in v.values() if x is not None), default=None) for k, v in per_metric.items()},
+                # Why a figure is n/a in every round, where one reason covers them all.
+                "missing": {k: why for k in METRICS if (why := common_reason(rounds, k))},
                 "ratio_to_tcp": None,
                 "verdict": None,
             }
@@ -499,6 +647,39 @@ def max_answer(w, phases, settings):
 # ---------------------------------------------------------------- pure: warnings
 
 
+def common_reason(phases, key):
+    """The reason a figure is missing, if it is missing in every phase for the same one."""
+    reasons = {(p.get("missing") or {}).get(key) for p in phases}
+    return reasons.pop() if len(reasons) == 1 and None not in reasons else None
+
+
+def figure_warnings(phases):
+    """Figures read from samples around the window, and figures missing for a
+    reason the user can act on (a collector left out, labelling nothing, or
+    sampling too seldom); nothing counted in a window (no requests, no new
+    upstream connection on a pooled path) is not a warning."""
+    out = []
+    estimated = {}
+    for p in phases:
+        for f in p.get("estimated") or []:
+            estimated.setdefault(f, []).append(p["name"])
+    if estimated:
+        names = [p["name"] for p in phases if p.get("estimated")]
+        what = "; ".join(f"{METRICS[f][0]} in {len(v)} of {len(phases)} phases" for f, v in estimated.items())
+        out.append(warning("sparse_samples", f"{what}: fewer than two samples inside the phase's window (a collector "
+                           "sampling less often than the phase is long), so read from the samples around it: an estimate",
+                           names))
+    groups = {}
+    for p in phases:
+        for f, why in (p.get("missing") or {}).items():
+            if why.endswith(" in the window") or why == "load.json has no start time":
+                continue
+            groups.setdefault((f, why), []).append(p["name"])
+    for (f, why), names in groups.items():
+        out.append(warning("missing_figures", f"{METRICS[f][0]}: n/a in {len(names)} of {len(phases)} phases: {why}", names))
+    return out
+
+
 def warning(kind, message, phases, workload=None, path=None):
     return {"kind": kind, "workload": workload, "path": path, "phases": phases, "message": message}
 
@@ -646,13 +827,15 @@ def build_report(k6, compose, query, prometheus_url=None):
     if k6.get("thresholds_failed"):
         warnings.append(warning("k6_thresholds", f"k6 thresholds failed: {', '.join(k6['thresholds_failed'])}", []))
     if is_max(settings) and phases and all(p["figures"].get("k6_cpu_cores") is None for p in phases):
+        why = common_reason(phases, "k6_cpu_cores") or "no value"
         warnings.append(warning(
             "generator_cpu_unknown",
-            f"{gen}'s CPU is unknown (cAdvisor not running): nothing rules out that {gen}, not the paths, set these "
+            f"{gen}'s CPU is unknown ({why}): nothing rules out that {gen}, not the paths, set these "
             f"limits; compare with GENERATOR=wrk or scripts/bench_wrk.py", [p["name"] for p in phases]))
     # A target rate exists only in rate mode; in max mode the generator sets the pace.
     warnings += phase_warnings(phases, None if is_max(settings) else settings.get("rate"), k6_cpus, gen)
     warnings += ratio_warnings(workloads, settings)
+    warnings += figure_warnings(phases)
     templates = server_queries("<path>", 0, 0.0)
     return {
         "testid": k6.get("testid"),
@@ -740,6 +923,15 @@ def machine_block(rep):
     return lines
 
 
+def na_cell(entry, key, decimals):
+    """A mean, or n/a with the reason when every round misses it for one reason."""
+    v = entry["mean"][key]
+    if v is not None:
+        return fmt(v, decimals)
+    why = (entry.get("missing") or {}).get(key)
+    return f"n/a ({why.split(' (')[0]})" if why else "n/a"  # the warnings give the rest
+
+
 def workload_section(w, wl, charts, settings=None):
     settings = settings or {}
     lines = [f"## Workload `{w}`", ""]
@@ -751,12 +943,12 @@ def workload_section(w, wl, charts, settings=None):
     ]
     for path, e in wl["paths"].items():
         m = e["mean"]
-        nginx_cpu = NO_CADVISOR if m["nginx_cpu_us_per_req"] is None else fmt(m["nginx_cpu_us_per_req"], 1)
+        nginx_cpu = na_cell(e, "nginx_cpu_us_per_req", 1)
         lines.append(
             f"| {path} | {fmt(m['rps'], 1)} | {fmt(m['client_p50_ms'], 3)} | {fmt(m['client_p95_ms'], 3)} | "
             f"{fmt(m['client_p99_ms'], 3)} | {fmt(m['app_p50_ms'], 3)} | {fmt(m['app_p99_ms'], 3)} | "
             f"{fmt(m['nginx_connect_ms'], 3)} | {fmt(m['app_cpu_us_per_req'], 1)} | {nginx_cpu} | "
-            f"{fmt(m['ctx_switches_per_req'], 2)} | {errors_cell(e)} |"
+            f"{na_cell(e, 'ctx_switches_per_req', 2)} | {errors_cell(e)} |"
         )
     lines.append("")
     if not wl["tcp_measured"]:
@@ -849,7 +1041,10 @@ def render_markdown(rep):
         "namespaces) to the app; `tcp-lo` and `tcp-lo-ka` come from nginx-lo, the same nginx in the app's network "
         "namespace, over loopback; `uds*` use the Unix socket. The control `uds-lo` (the socket through nginx-lo) "
         "should match `uds`: the difference between them is what the two nginx instances alone account for.",
-        "- nginx CPU per request needs cAdvisor; without it the column reads " + NO_CADVISOR + ".",
+        "- nginx CPU per request needs cAdvisor, context switches node-exporter; `make up` leaves them out where "
+        "they cannot run (`make doctor` says why). A figure that is n/a in every round says why in its cell; the "
+        "warnings list the rest. Where a collector samples less often than a phase is long (cAdvisor: every 5-10 s), "
+        "the figure is read from the samples around the phase's window, an estimate the warnings name.",
         "",
     ]
     return "\n".join(lines)

@@ -108,6 +108,8 @@ def fake_query(table):
             if all(k in expr for k in keys):
                 if callable(value):
                     value = value(expr)
+                if isinstance(value, dict):  # an API answer as it is (a matrix)
+                    return value
                 if isinstance(value, list):
                     return {"resultType": "vector",
                             "result": [{"metric": l, "value": [0, str(v)]} for l, v in value]}
@@ -360,7 +362,7 @@ def test_missing_series_are_null_not_zero():
     r = rep["workloads"]["ping"]["paths"]["uds"]["ratio_to_tcp"]
     assert r["app_cpu_us_per_req"] is None and r["client_p50_ms"] is not None
     md = rpt.render_markdown(rep)
-    assert rpt.NO_CADVISOR in md
+    assert "n/a (cAdvisor not running" in md  # no up{job="cadvisor"} at all
     assert "| n/a |" in md
 
 
@@ -655,3 +657,98 @@ def test_stacked_bars_add_up_to_each_paths_median():
     assert list(bars) == ["uds-ka", "tcp-lo-ka", "tcp-ka", "uds", "tcp-lo", "tcp"]
     for path, parts in bars.items():
         assert sum(v for _, v, _ in parts) == pytest.approx(1e3 * wl["paths"][path]["mean"]["client_p50_ms"])
+
+
+# ---------------------------------------------------------------- sparse counters and missing figures
+
+
+def matrix(*series):
+    """A range-vector answer: each series a list of (t, value)."""
+    return {"resultType": "matrix",
+            "result": [{"metric": {}, "values": [[t, str(v)] for t, v in s]} for s in series]}
+
+
+def cadvisor_table(k6, raw, up=1, **over):
+    """server_table where cAdvisor's counters are sparse: increase() over a
+    phase finds too few samples (no result, as Prometheus answers), and the
+    raw samples around the window come from raw(start, end) -> matrix."""
+    windows = {f"{rpt.phase_window(k6, p)[1]:.3f}": rpt.phase_window(k6, p) for p in rpt.measured_phases(k6)}
+
+    def cadvisor(expr):
+        if "increase(" in expr or "rate(" in expr:
+            return None  # fewer than two samples inside the window
+        t = float(re.search(r"@ ([0-9.]+)", expr).group(1))
+        reach = float(re.search(r"\[([0-9]+)s\]", expr).group(1))
+        start, end = next(w for w in windows.values() if abs(w[1] + rpt.SPARSE_REACH_S - t) < 1e-3)
+        assert reach >= end - start + 2 * rpt.SPARSE_REACH_S
+        return raw(start, end)
+
+    table = {'up{job="cadvisor"}': up, "container_cpu_usage_seconds_total": cadvisor}
+    # nginx's access log: every phase's requests, no 5xx.
+    access_log = lambda expr: None if "5.." in expr else 1000  # noqa: E731
+    table.update(server_table(k6, {"nginx_location_requests_total": access_log, **(over or {})}))
+    del table[("container_cpu_usage_seconds_total", 'service="nginx"')]
+    del table[("container_cpu_usage_seconds_total", 'service="k6"')]
+    return table
+
+
+def test_sparse_counter_is_read_from_the_samples_around_the_window():
+    # cAdvisor sampled 8 s apart: one sample inside the 10 s window. nginx's
+    # container used 0.008 CPU-s per second: 80 µs for each of 1000 requests.
+    k6 = make_k6(paths=("tcp", "uds"), rounds=2, duration=10)
+    cpu = lambda t, start: 100 + 0.008 * (t - start)  # noqa: E731
+    raw = lambda start, end: matrix([(t, cpu(t, start)) for t in (start - 6, start + 2, end + 4)])  # noqa: E731
+    rep = build(k6, cadvisor_table(k6, raw))
+    for ph in rep["phases"]:
+        assert ph["figures"]["nginx_cpu_us_per_req"] == pytest.approx(80), ph["name"]
+        assert ph["estimated"] == ["nginx_cpu_us_per_req", "k6_cpu_cores"]
+        assert "nginx_cpu_us_per_req" not in ph["missing"]
+    sparse = [w for w in rep["warnings"] if w["kind"] == "sparse_samples"]
+    assert len(sparse) == 1 and "samples around" in sparse[0]["message"] and len(sparse[0]["phases"]) == 4
+    assert "missing_figures" not in kinds(rep)
+    md = rpt.render_markdown(rep)
+    assert "| tcp |" in md and "| 80.0 |" in md
+
+
+def test_sparse_increase_handles_resets_several_series_and_gaps():
+    # A reset (the container restarted) between the samples, and a second series.
+    a = [(0, 10.0), (4, 12.0), (12, 1.0), (20, 5.0)]
+    b = [(-5, 0.0), (15, 20.0)]
+    inc, reason = rpt.sparse_increase([a, b], 2, 12)
+    # a: from 0 s to 12 s (the first sample at the end), 2 + 1 (after the reset,
+    # the new value) over 12 s -> 2.5 over the 10 s window; b: 1/s -> 10.
+    assert reason is None and inc == pytest.approx(2.5 + 10)
+    # Only samples on one side of the window: too few.
+    assert rpt.sparse_increase([[(0, 1.0)], [(30, 2.0)]], 5, 15) == (None, "too few samples")
+    assert rpt.sparse_increase([], 5, 15) == (None, "no series")
+    # One sample inside and one after: the rate between them.
+    inc, _ = rpt.sparse_increase([[(7, 1.0), (17, 3.0)]], 5, 15)
+    assert inc == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("up, raw, reason", [
+    (0, lambda s, e: matrix(), "cAdvisor not running"),
+    (None, lambda s, e: matrix(), "cAdvisor not running"),
+    (1, lambda s, e: matrix(), "cAdvisor runs but labels no container"),
+    (1, lambda s, e: matrix([(s + 3, 1.0)]), "too few cAdvisor samples"),
+])
+def test_missing_cadvisor_figure_says_why(up, raw, reason):
+    k6 = make_k6(paths=("tcp", "uds"), rounds=2, duration=10)
+    rep = build(k6, cadvisor_table(k6, raw, up=up))
+    for ph in rep["phases"]:
+        assert ph["figures"]["nginx_cpu_us_per_req"] is None
+        assert reason in ph["missing"]["nginx_cpu_us_per_req"], ph["missing"]
+        assert ph["figures"]["app_cpu_us_per_req"] == pytest.approx(50)  # the rest is there
+    missing = [w for w in rep["warnings"] if w["kind"] == "missing_figures"]
+    assert any("nginx CPU/req" in w["message"] and reason in w["message"] for w in missing), missing
+    md = rpt.render_markdown(rep)
+    assert f"n/a ({reason}" in md
+    assert "cAdvisor not running" not in md or reason == "cAdvisor not running"
+
+
+def test_missing_node_exporter_is_named():
+    k6 = make_k6(paths=("tcp", "uds"), rounds=2, duration=10)
+    table = server_table(k6, {"node_context_switches_total": None, 'up{job="node"}': 0})
+    rep = build(k6, table)
+    assert "node-exporter not running" in rep["phases"][0]["missing"]["ctx_switches_per_req"]
+    assert any("ctx switches/req" in w["message"] for w in rep["warnings"] if w["kind"] == "missing_figures")

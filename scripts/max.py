@@ -6,7 +6,10 @@ format `make report` reads, naming wrk as the generator of every figure.
 
 Settings from the environment (.env, your shell or make's command line):
 SCENARIO, PATHS, DURATION, ROUNDS, WARMUP, CONNECTIONS, WRK_THREADS, TESTID,
-CPU_ITERATIONS, SLEEP_MS, ENDPOINT; COMPOSE is the compose command.
+CPU_ITERATIONS, SLEEP_MS, ENDPOINT. `make max` runs this script inside the wrk
+container (compose.yaml's wrk service sets WRK_LOCAL=1): each phase runs wrk
+right here. Without WRK_LOCAL (scripts/bench_wrk.py, on the host) each phase is
+a `$COMPOSE run` of the wrk service; COMPOSE is the compose command.
 """
 import json
 import os
@@ -109,7 +112,10 @@ def run_phase(compose, s, phase):
         f"date +%s%3N; wrk --script /wrk/summary.lua -t{s['threads']} -c{s['connections']} "
         f"-d{phase['duration_s']}s --latency {shlex.quote(url)}; date +%s%3N"
     )
-    cmd = compose + ["--profile", "load", "run", "--rm", "-T", "--entrypoint", "sh", "wrk", "-c", script]
+    if compose is None:  # inside the wrk container
+        cmd = ["sh", "-c", script]
+    else:
+        cmd = compose + ["--profile", "load", "run", "--rm", "-T", "--entrypoint", "sh", "wrk", "-c", script]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if res.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd[:6])} ... failed ({res.returncode}):\n{res.stdout}{res.stderr}")
@@ -128,7 +134,7 @@ def main():
     except SettingError as e:
         print(e, file=sys.stderr)
         return 2
-    compose = shlex.split(setting(env, "COMPOSE", "docker compose"))
+    compose = None if env.get("WRK_LOCAL") == "1" else shlex.split(setting(env, "COMPOSE", "docker compose"))
     phases = plan(s, routes(workloads, s))
     print(f"uds-lab wrk run {testid}: max throughput, {s['connections']} connections, "
           f"{s['duration']}s x {s['rounds']} rounds\n")

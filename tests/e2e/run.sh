@@ -3,6 +3,10 @@
 # with stand-in images built on this machine (no registry here), and checks the
 # lab through Prometheus's HTTP API. Installs and starts what it needs; stops
 # the engine at the end if it started it. Never skips: no engine is a failure.
+# Last, it runs the lab once more with / made a private mount (as on Docker
+# Desktop, rootless Docker, WSL2 without systemd), and makes / shared again
+# whatever happens (other work on this engine needs node-exporter's rslave).
+# E2E_RUN=<regexp> runs only the tests it matches (go test -run), for work on one.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 t0=$(date +%s)
@@ -12,7 +16,14 @@ log "tools: docker.io, debootstrap, compose $(sed -n 's/^COMPOSE_VERSION=//p' .e
 scripts/test-deps.sh docker debootstrap compose >/dev/null
 log "engine"
 state=$(tests/e2e/engine.sh start) || { log "FAIL: no Docker engine could be started (see above)"; exit 1; }
-if [ "$state" = started ]; then trap 'log "stopping the engine this run started"; tests/e2e/engine.sh stop' EXIT; fi
+root_private=""
+cleanup() {
+  if [ -n "$root_private" ]; then mount --make-rshared / && log "/ is a shared mount again"; fi
+  if [ "$state" = started ]; then log "stopping the engine this run started"; tests/e2e/engine.sh stop; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 docker version --format 'engine {{.Server.Version}}, client {{.Client.Version}}'
 docker compose version
 
@@ -21,9 +32,14 @@ standins=$(tests/e2e/standins.sh)
 echo "$standins"
 set -a
 eval "$standins"
-# Its own project, ports and test run, so a lab a developer has running is untouched.
+# Its own project and test run, so a lab a developer has running is untouched,
+# and ports nothing listens on (fixed ones were taken by other processes here).
 COMPOSE_PROJECT_NAME=uds-lab-e2e
-NGINX_PORT=18080 PROMETHEUS_PORT=19090 GRAFANA_PORT=13000
+picked=""
+for v in NGINX_PORT PROMETHEUS_PORT GRAFANA_PORT; do
+  while p=$((20000 + RANDOM % 30000)); case " $picked " in *" $p "*) true ;; *) (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null ;; esac; do :; done
+  picked="$picked $p"; printf -v "$v" %s "$p"
+done
 SERVICES="app nginx nginx-lo nginx-log-exporter nginx-exporter prometheus node-exporter"
 UDS_LAB_E2E=1
 set +a
@@ -32,8 +48,25 @@ echo "  grafana: no Debian package and its Go module is not available"
 echo "  cadvisor: its command's Go module is not available"
 
 # E2E_RUN: a go test -run pattern, to run one test (e.g. E2E_RUN=TestOverloadAndStop).
+log "ports: nginx $NGINX_PORT, prometheus $PROMETHEUS_PORT, grafana $GRAFANA_PORT"
+
 log "go test ./e2e"
 status=0
-(cd tests && go test -count=1 -v -timeout 40m -run "${E2E_RUN:-.}" ./e2e/) || status=$?
+filter=${E2E_RUN:-.}
+(cd tests && go test -count=1 -v -timeout 40m -run "$filter" ./e2e/) || status=$?
+
+if ! echo TestPrivateRoot | grep -Eq -- "$filter"; then
+  log "TestPrivateRoot: not in E2E_RUN=$filter"
+elif [ "$(findmnt -no PROPAGATION /)" != shared ]; then
+  log "FAIL: / is not a shared mount before the test (findmnt: $(findmnt -no PROPAGATION /))"; status=1
+elif [ "$(id -u)" != 0 ]; then
+  log "FAIL: making / private needs root"; status=1
+else
+  root_private=1
+  mount --make-private /
+  log "go test ./e2e -run TestPrivateRoot: / a private mount"
+  (cd tests && UDS_LAB_E2E_PRIVATE_ROOT=1 go test -count=1 -v -timeout 15m -run '^TestPrivateRoot$' ./e2e/) || status=$?
+  mount --make-rshared / && root_private="" && log "/ is a shared mount again"
+fi
 log "done: exit $status"
 exit $status

@@ -8,6 +8,8 @@
 #   prometheus, node-exporter, k6   built from module sources at .env's versions
 #   golang       this machine's Go + the app's modules (GO_IMAGE build arg)
 #   debian base  also WRK_BASE_IMAGE: services/wrk installs Debian's wrk on it
+#   python       Debian's Python 3.11 with pip and report/requirements.txt's
+#                wheels (PYTHON_IMAGE of report/Dockerfile)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 set -a; . ./.env; set +a
@@ -60,6 +62,19 @@ fi
 TOOLS=uds-lab-standin/tools:bookworm
 build "$TOOLS" $HERE/tools.Dockerfile $HERE "BASE=$BASE"
 
+# Containers here reach Debian's mirror but not PyPI: the wheels of
+# report/requirements.txt, downloaded on this machine (its Python is 3.11 on
+# bookworm too), go into the image, and pip installs from them.
+PYTHON=uds-lab-standin/python:3.11-debian
+reqs=$(sha256sum report/requirements.txt | cut -c1-16)
+if ! current "$PYTHON" "$(recipe $HERE/python.Dockerfile "BASE=$BASE" "REQUIREMENTS=$reqs")"; then
+  ctx=$(mktemp -d)
+  log "downloading the wheels of report/requirements.txt"
+  python3 -m pip download -q --only-binary=:all: -r report/requirements.txt -d "$ctx/wheels" >&2
+  build "$PYTHON" $HERE/python.Dockerfile "$ctx" "BASE=$BASE" "REQUIREMENTS=$reqs"
+  rm -rf "$ctx"
+fi
+
 NGINX=uds-lab-standin/nginx:1.22-debian
 build "$NGINX" $HERE/nginx/Dockerfile $HERE/nginx "TOOLS=$TOOLS"
 EXPORTER=uds-lab-standin/nginx-exporter:0.11-debian
@@ -107,4 +122,5 @@ K6_IMAGE=$K6
 GO_IMAGE=$GOLANG
 APP_RUNTIME_IMAGE=scratch
 WRK_BASE_IMAGE=$BASE
+PYTHON_IMAGE=$PYTHON
 ENV

@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
@@ -18,7 +20,7 @@ import (
 	"uds-lab/tests/internal/lab"
 )
 
-// loadCompose loads compose.yaml as `docker compose --profile load --profile contract config`
+// loadCompose loads compose.yaml as `docker compose --profile load --profile contract --profile report config`
 // would, with .env and no variables from this process's environment.
 func loadCompose(t *testing.T) *types.Project {
 	t.Helper()
@@ -27,7 +29,7 @@ func loadCompose(t *testing.T) *types.Project {
 		cli.WithWorkingDirectory(lab.Root(t)),
 		cli.WithEnvFiles(lab.Path(t, ".env")),
 		cli.WithDotEnv,
-		cli.WithProfiles([]string{"load", "contract"}),
+		cli.WithProfiles([]string{"load", "contract", "report"}),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +66,7 @@ func TestComposeServices(t *testing.T) {
 			t.Errorf("service %q missing", name)
 		}
 	}
-	for name, profile := range map[string]string{"k6": "load", "wrk": "load", "contract": "contract"} {
+	for name, profile := range map[string]string{"k6": "load", "wrk": "load", "contract": "contract", "report": "report"} {
 		if got := p.Services[name].Profiles; len(got) != 1 || got[0] != profile {
 			t.Errorf("%s profiles = %v, want [%s] so that `make up` does not start it", name, got, profile)
 		}
@@ -108,8 +110,9 @@ func TestComposeHealthAndOrder(t *testing.T) {
 	noHealthcheck := map[string]string{
 		"nginx-exporter": "scratch image: no shell, no wget",
 		"k6":             "runs once and exits",
-		"wrk":            "runs once per phase and exits",
+		"wrk":            "runs the plan once and exits",
 		"contract":       "runs once per step and exits",
+		"report":         "runs once and exits",
 	}
 	for name, s := range p.Services {
 		if _, ok := noHealthcheck[name]; ok {
@@ -209,5 +212,29 @@ func TestComposeSocketShared(t *testing.T) {
 	}
 	if a, n := volumeAt(app), volumeAt(nginx); a == "" || a != n {
 		t.Errorf("socket %s: app mounts volume %q, nginx %q: want the same named volume", sock, a, n)
+	}
+}
+
+// cAdvisor samples at a fixed interval: with dynamic housekeeping a quiet
+// container's samples drift up to 60 s apart, and with the default jitter
+// factor (1.0) up to twice the interval, so a 10 s phase held no sample at all
+// and the report's per-phase figures went missing. At most 6 s apart, a 10 s
+// phase holds one or two samples and the report reads the rest around it.
+func TestCAdvisorSamplesAtAFixedInterval(t *testing.T) {
+	flags := map[string]string{"allow_dynamic_housekeeping": "true", "jitter_factor": "1.0"} // cAdvisor's defaults
+	for _, arg := range loadCompose(t).Services["cadvisor"].Command {
+		k, v, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+		flags[k] = v
+	}
+	if flags["allow_dynamic_housekeeping"] != "false" {
+		t.Errorf("cadvisor: --allow_dynamic_housekeeping=%s, want false", flags["allow_dynamic_housekeeping"])
+	}
+	interval, err := time.ParseDuration(flags["housekeeping_interval"])
+	jitter, err2 := strconv.ParseFloat(flags["jitter_factor"], 64)
+	if err != nil || err2 != nil {
+		t.Fatalf("cadvisor: housekeeping_interval %q, jitter_factor %q: %v %v", flags["housekeeping_interval"], flags["jitter_factor"], err, err2)
+	}
+	if gap := time.Duration(float64(interval) * (1 + jitter)); gap > 6*time.Second {
+		t.Errorf("cadvisor samples up to %s apart (interval %s, jitter factor %g), want at most 6s", gap, interval, jitter)
 	}
 }

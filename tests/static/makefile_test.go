@@ -1,0 +1,52 @@
+package static
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"uds-lab/tests/internal/lab"
+)
+
+// TESTID is fixed once per make invocation: every command of `make load` and
+// `make max` names the same run (results/last, compose.json, k6's testid),
+// even when the clock crosses a second between them. A `date` that answers a
+// new value at each call stands in for that clock.
+func TestTestIDFixedPerInvocation(t *testing.T) {
+	bin := t.TempDir()
+	counter := filepath.Join(bin, "calls")
+	script := "#!/bin/sh\nn=$(cat " + counter + " 2>/dev/null || echo 0); n=$((n+1)); echo $n > " + counter + "; echo tick-$n\n"
+	if err := os.WriteFile(filepath.Join(bin, "date"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TESTID=") && !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "MAKEFLAGS=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PATH="+bin+":"+os.Getenv("PATH"))
+	for _, target := range []string{"load", "max"} {
+		os.Remove(counter)
+		cmd := exec.Command("make", "-n", target)
+		cmd.Dir = lab.Root(t)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make -n %s: %v\n%s", target, err, out)
+		}
+		ids := regexp.MustCompile(`tick-[0-9]+`).FindAllString(string(out), -1)
+		if len(ids) < 3 {
+			t.Fatalf("make -n %s names the run %d times, want 3 or more:\n%s", target, len(ids), out)
+		}
+		for _, id := range ids[1:] {
+			if id != ids[0] {
+				t.Errorf("make %s names two runs, %s and %s: TESTID must be set once per invocation\n%s", target, ids[0], id, out)
+				break
+			}
+		}
+	}
+}
