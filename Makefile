@@ -84,6 +84,11 @@ max: ## Find each path's throughput limit (GENERATOR=k6 or wrk, CONNECTIONS, DUR
 		TESTID=$(TESTID) MODE=max $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6; \
 	else echo "GENERATOR=$(call env,GENERATOR): must be k6 or wrk" >&2; exit 2; fi
 
+# A benchmark of the lab itself, not of the paths: see loadgen/overhead.sh.
+.PHONY: overhead
+overhead: ## What observing costs each path: the full lab against nginx + app alone, and Gin against a minimal app (OVERHEAD_ROUNDS, OVERHEAD_SETUPS)
+	COMPOSE="$(COMPOSE)" TESTID=overhead-$(TESTID) loadgen/overhead.sh
+
 .PHONY: report
 report: ## Write results/<run>/report.md, report.json and charts for the last run (RUN=<testid> for another)
 	@$(COMPOSE) --profile report build report >/dev/null
@@ -132,7 +137,7 @@ check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, d
 test: check $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Python, make doctor), a short fuzz, nginx + app integration
 	for m in $(GO_SERVICES); do (cd $$m && go test -count=1 -race ./...); done
 	$(MAKE) fuzz
-	$(VENV)/bin/python -m pytest -q report scripts
+	$(VENV)/bin/python -m pytest -q report scripts loadgen
 	cd tests && go test -count=1 ./doctor/...
 	cd tests && go test -count=1 ./integration/...
 
