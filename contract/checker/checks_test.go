@@ -168,7 +168,7 @@ func TestCheckCatchesFlaws(t *testing.T) {
 }
 
 // drainWith runs the drain step and stops the app when it says so, as
-// scripts/contract.py does with docker compose stop.
+// contract/contract.py does with docker compose stop.
 func drainWith(t *testing.T, a *testApp) Clause {
 	t.Helper()
 	pr, pw := io.Pipe()

@@ -1,7 +1,7 @@
 // Command contract checks a running app against uds-lab's app contract (README,
 // "Swap in your app"). It runs in the lab's network as nginx's user, with the
 // socket volume mounted as nginx has it, so what it can reach nginx can too.
-// scripts/contract.py starts the app and runs it once per step; each step
+// contract/contract.py starts the app and runs it once per step; each step
 // prints its clauses as JSON lines.
 //
 //	contract check    routes on both listeners, health, metrics, socket mode

@@ -1,4 +1,4 @@
-"""Tests of scripts/contract.py's pure parts: reading the checker's lines, the table."""
+"""Tests of contract/contract.py's pure parts: reading the checker's lines, the table."""
 import importlib.util
 from pathlib import Path
 

@@ -1,7 +1,10 @@
-// Command minimal-app is the smallest app that keeps uds-lab's app contract
-// (README, "Swap in your app"): the same routes on TCP and on a Unix socket,
-// /healthz and /readyz, per-listener metrics, a socket only nginx's group can
-// use, and a drain on SIGTERM. Plain net/http and one file: copy it, or read
+// Command minimal-app is an example app for uds-lab (README, "Swap in your
+// app"), in plain net/http: main.go (settings, the two listeners, the socket,
+// shutdown), routes.go and metrics.go. What the lab requires is in main.go:
+// the same routes on TCP and on a Unix socket whose mode gives nginx's group
+// read and write and others nothing, and a start over a stale socket. The
+// rest is optional and shown on purpose: /healthz and /readyz with the image's
+// HEALTHCHECK, per-listener metrics, and a drain on SIGTERM. Copy it, or read
 // it as the checklist for an app in another stack.
 package main
 

@@ -7,7 +7,7 @@ failed route, the workloads that cannot run.
 The app runs alone, from compose.yaml's own app service (same user, settings,
 read-only root and socket volume), in a compose project of its own
 (CONTRACT_PROJECT) with a fresh socket volume, so a running lab is untouched.
-The checker (services/contract) runs in that project as nginx's user, one step
+The checker (contract/checker) runs in that project as nginx's user, one step
 at a time; this script starts, kills and stops the app between the steps:
 
   start     the image's HEALTHCHECK turns healthy (nginx waits for it)
