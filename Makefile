@@ -90,7 +90,7 @@ report: ## Write results/<run>/report.md, report.json and charts for the last ru
 	$(COMPOSE) --profile report run --rm --user "$$(id -u):$$(id -g)" report --run "$(or $(RUN),$$(cat results/last))"
 
 .PHONY: contract
-contract: ## Check an app image against the contract (APP_IMAGE=<image>; default: the lab's app) and print a table
+contract: ## Check an app image against the contract (APP_IMAGE=<image>, default the lab's app; ENDPOINT=<a route of it>) and print the tables
 	@if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app; \
 	else docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE"; fi
 	$(COMPOSE) --profile contract build contract

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """`make contract APP_IMAGE=<image>`: checks an app image against the lab's app
-contract (README, "Swap in your app") and prints a table: each clause, pass or
-fail, and why; for a failed metric, the dashboard panels it leaves empty; for a
-failed route, the workloads that cannot run.
+contract (README, "The app and its contract") and prints two tables: the
+required clauses (pass or FAIL, and why) and the optional ones (pass or
+missing, and what that costs: the dashboard panels left empty, the workloads
+that cannot run).
 
 The app runs alone, from compose.yaml's own app service (same user, settings,
 read-only root and socket volume), in a compose project of its own
@@ -10,13 +11,17 @@ read-only root and socket volume), in a compose project of its own
 The checker (contract/checker) runs in that project as nginx's user, one step
 at a time; this script starts, kills and stops the app between the steps:
 
-  start     the image's HEALTHCHECK turns healthy (nginx waits for it)
-  check     routes on both listeners, health, metrics, socket mode
+  start     if the container has a healthcheck (its image's or compose's),
+            it turns healthy: nginx waits for it
+  check     serves HTTP on both listeners, socket mode; optional: health,
+            routes, metrics
   others    the socket refuses a user outside nginx's group
   SIGKILL, start, wait   a stale socket does not block a restart
-  drain + docker compose stop   requests in flight answered, exit 0, socket removed
+  drain + docker compose stop   optional: requests in flight answered, exit 0,
+            socket removed
 
-Writes results/contract.json. Exit status 1 when a required clause fails.
+Writes results/contract.json (CONTRACT_OUT). Exit status 0 when every required
+clause passes, 1 when one fails, 2 when the check could not run.
 """
 import json
 import os
@@ -30,26 +35,38 @@ ROOT = Path(__file__).resolve().parent.parent
 STOP_TIMEOUT = 10  # seconds docker compose stop waits before SIGKILL
 HEALTHY_WITHIN = 60
 OTHER_USER = "65534:65534"  # nobody: neither the app's user nor nginx's group
+SERVES = "serves HTTP on the TCP port and on the socket"  # the checker's first clause
+HEALTHY = "image HEALTHCHECK turns healthy"
+NO_HEALTHCHECK = "nothing: the lab takes the app as ready when its port and its socket answer"
+STOP_COST = "a stop cuts requests in flight; make down waits for SIGKILL"
 
 
 class Lab:
-    """docker compose, in the contract's own project."""
+    """docker compose, in the contract's own project. run and popen are
+    subprocess's, or a test's stand-ins."""
 
-    def __init__(self, compose, project):
+    def __init__(self, compose, project, run=subprocess.run, popen=subprocess.Popen, sleep=time.sleep):
         self.base = shlex.split(compose) + ["-p", project, "--profile", "contract"]
+        self.run, self.popen, self.sleep = run, popen, sleep
 
     def compose(self, *args, check=True, **kw):
-        return subprocess.run(self.base + list(args), check=check, text=True, **kw)
+        return self.run(self.base + list(args), check=check, text=True, **kw)
+
+    def checker_cmd(self, step, user=None):
+        extra = ["--user", user] if user else []
+        return self.base + ["run", "--rm", "--no-deps", "-T", *extra, "contract", step]
 
     def checker(self, step, user=None):
         """Runs one checker step; returns its clauses."""
-        extra = ["--user", user] if user else []
-        out = self.compose("run", "--rm", "--no-deps", "-T", *extra, "contract", step,
-                           stdout=subprocess.PIPE).stdout
+        out = self.run(self.checker_cmd(step, user), check=True, text=True, stdout=subprocess.PIPE).stdout
         return parse(out)
 
     def container(self):
         return self.compose("ps", "-a", "-q", "app", stdout=subprocess.PIPE).stdout.strip()
+
+    def inspect(self, ref, fmt):
+        return self.run(["docker", "inspect", "-f", fmt, ref], check=True, text=True,
+                        stdout=subprocess.PIPE).stdout.strip()
 
 
 def parse(out):
@@ -58,57 +75,69 @@ def parse(out):
     return [r for r in rows if "clause" in r]
 
 
-def inspect(ref, fmt):
-    return subprocess.run(["docker", "inspect", "-f", fmt, ref], check=True, text=True,
-                          stdout=subprocess.PIPE).stdout.strip()
+def clause(name, ok, why, required=True, effect=None):
+    c = {"clause": name, "required": required, "pass": bool(ok), "why": why}
+    if effect:
+        c["effect"] = effect
+    return c
 
 
-def clause(name, ok, why, required=True):
-    return {"clause": name, "required": required, "pass": bool(ok), "why": why}
+def healthcheck_test(config_json):
+    """The container's healthcheck command (from .Config.Healthcheck), or None."""
+    hc = json.loads(config_json or "null") or {}
+    test = hc.get("Test") or []
+    return None if not test or test[0] == "NONE" else test
 
 
-def healthy(lab, image):
-    """The image's own HEALTHCHECK: nginx starts only once the app is healthy."""
-    name = "image HEALTHCHECK turns healthy"
-    if inspect(image, "{{json .Config.Healthcheck}}") in ("null", "", "{}"):
-        return clause(name, False, "the image has no HEALTHCHECK: nginx waits for a healthy app, so make up would fail")
-    cid, start = lab.container(), time.monotonic()
+def healthy(lab, cid):
+    """Where the container has a healthcheck (its image's, or one compose
+    gives it), nginx starts only once it is healthy: then it is required.
+    Without one the lab decides readiness itself, and this is optional."""
+    test = healthcheck_test(lab.inspect(cid, "{{json .Config.Healthcheck}}"))
+    if test is None:
+        return clause(HEALTHY, False, "no healthcheck in the image or from compose", required=False,
+                      effect=NO_HEALTHCHECK)
+    start, status = time.monotonic(), ""
     while time.monotonic() - start < HEALTHY_WITHIN:
-        status = inspect(cid, "{{if .State.Health}}{{.State.Health.Status}}{{end}} {{.State.Status}}")
+        status = lab.inspect(cid, "{{if .State.Health}}{{.State.Health.Status}}{{end}} {{.State.Status}}")
         if status.startswith("healthy"):
-            return clause(name, True, f"healthy {time.monotonic() - start:.1f} s after start")
+            return clause(HEALTHY, True, f"{shlex.join(test)}: healthy {time.monotonic() - start:.1f} s after start")
         if "exited" in status or status.startswith("unhealthy"):
             break
-        time.sleep(0.5)
+        lab.sleep(0.5)
     logs = lab.compose("logs", "--tail=5", "app", check=False, stdout=subprocess.PIPE).stdout.strip()
-    return clause(name, False, f"{status or 'no status'} after {time.monotonic() - start:.0f} s; last logs: {logs}")
+    return clause(HEALTHY, False, f"{shlex.join(test)}: {status or 'no status'} after "
+                  f"{time.monotonic() - start:.0f} s; nginx waits for it, so make up would fail; last logs: {logs}")
 
 
 def drain(lab):
     """Slow requests in flight on both listeners, then docker compose stop."""
-    proc = subprocess.Popen(lab.base + ["run", "--rm", "--no-deps", "-T", "contract", "drain"],
-                            stdout=subprocess.PIPE, text=True)
+    proc = lab.popen(lab.checker_cmd("drain"), stdout=subprocess.PIPE, text=True)
     for line in proc.stdout:
         if '"inflight"' in line:
             break
     cid, start = lab.container(), time.monotonic()
     lab.compose("stop", "-t", str(STOP_TIMEOUT), "app", stderr=subprocess.DEVNULL)
     took = time.monotonic() - start
-    code = int(inspect(cid, "{{.State.ExitCode}}"))
+    code = int(lab.inspect(cid, "{{.State.ExitCode}}"))
     rest = proc.stdout.read()
     proc.wait()
     ok = code == 0 and took < STOP_TIMEOUT
     why = f"exit code {code} {took:.1f} s after SIGTERM"
     if took >= STOP_TIMEOUT:
         why += f": did not exit within {STOP_TIMEOUT} s and was killed"
-    return parse(rest) + [clause(f"SIGTERM: exits 0 within {STOP_TIMEOUT} s", ok, why)]
+    return parse(rest) + [clause(f"SIGTERM: exits 0 within {STOP_TIMEOUT} s", ok, why,
+                                 required=False, effect=STOP_COST)]
 
 
-def run_contract(lab, image):
+def run_contract(lab):
     lab.compose("down", "-v", "--remove-orphans", stderr=subprocess.DEVNULL)
     lab.compose("up", "-d", "--no-build", "app")
-    clauses = [healthy(lab, image)]
-    clauses += lab.checker("check")
+    clauses = [healthy(lab, lab.container())]
+    checked = lab.checker("check")
+    clauses += checked
+    if not any(c["clause"] == SERVES and c["pass"] for c in checked):
+        return clauses  # it does not serve: the other steps would only repeat that
     clauses += lab.checker("others", user=OTHER_USER)
     # A killed app leaves its socket file behind; the next start must cope.
     lab.compose("kill", "-s", "SIGKILL", "app", stderr=subprocess.DEVNULL)
@@ -119,45 +148,57 @@ def run_contract(lab, image):
 
 
 def render(image, clauses):
-    """The table, what failing clauses mean for the lab, and the verdict."""
-    width = max(len(c["clause"]) for c in clauses)
-    lines = [f"Contract check of {image}", "",
-             f"  {'result':<6}  {'clause':<{width}}  why"]
-    for c in clauses:
-        result = "pass" if c["pass"] else ("FAIL" if c["required"] else "fail")
-        lines.append(f"  {result:<6}  {c['clause']:<{width}}  {c['why']}")
-    failed = [c for c in clauses if not c["pass"]]
-    panels = [(c["clause"], p) for c in failed for p in c.get("panels") or []]
-    if panels:
-        lines += ["", "Dashboard panels this image leaves empty:"]
-        lines += [f"  {p}  ({name})" for name, p in panels]
-    workloads = sorted(c["workload"] for c in failed if c.get("workload"))
-    if workloads:
-        lines += ["", "Workloads (SCENARIO=) this image cannot run: " + ", ".join(workloads)]
+    """The two tables, what the missing optional clauses cost, and the verdict."""
     req = [c for c in clauses if c["required"]]
     opt = [c for c in clauses if not c["required"]]
+    width = max(len(c["clause"]) for c in clauses)
+    lines = [f"Contract check of {image}"]
+
+    def table(title, rows, fail):
+        if rows:
+            lines.extend(["", title])
+            for c in rows:
+                lines.append(f"  {'pass' if c['pass'] else fail:<7}  {c['clause']:<{width}}  {c['why']}")
+
+    table("Required (the lab cannot run without these):", req, "FAIL")
+    table("Optional (what an app may leave out):", opt, "missing")
+    missing = [c for c in opt if not c["pass"]]
+    panels = [(c, p) for c in missing for p in c.get("panels") or []]
+    if panels:
+        lines += ["", "Panels left empty:"]
+        lines += [f"  {p}  ({c['clause']}: {c['why']})" for c, p in panels]
+    workloads = sorted(c["workload"] for c in missing if c.get("workload"))
+    if workloads:
+        lines += ["", "Workloads (SCENARIO=) this image cannot run: " + ", ".join(workloads)]
+    other = [c for c in missing if not c.get("panels") and not c.get("workload") and c.get("effect")]
+    if other:
+        lines += ["", "Also missing:"]
+        lines += [f"  {c['clause']}: {c['effect']}" for c in other]
     ok = all(c["pass"] for c in req)
     lines += ["", f"Required: {sum(c['pass'] for c in req)} of {len(req)} pass. "
-              f"Optional: {sum(c['pass'] for c in opt)} of {len(opt)} pass (FAIL: required, fail: optional).",
+              f"Optional: {sum(c['pass'] for c in opt)} of {len(opt)} pass.",
               f"{image} {'keeps' if ok else 'breaks'} the contract."]
     return "\n".join(lines), ok
 
 
-def main():
-    image = os.environ.get("APP_IMAGE") or "uds-lab/app:local"
-    project = os.environ.get("CONTRACT_PROJECT", "uds-lab-contract")
-    lab = Lab(os.environ.get("COMPOSE", "docker compose"), project)
+def main(environ=os.environ, lab=None):
+    image = environ.get("APP_IMAGE") or "uds-lab/app:local"
+    lab = lab or Lab(environ.get("COMPOSE", "docker compose"), environ.get("CONTRACT_PROJECT", "uds-lab-contract"))
+    out = Path(environ.get("CONTRACT_OUT") or ROOT / "results" / "contract.json")
     try:
-        clauses = run_contract(lab, image)
+        clauses = run_contract(lab)
+    except subprocess.CalledProcessError as e:
+        cmd = shlex.join(e.cmd) if isinstance(e.cmd, list) else e.cmd
+        print(f"contract: `{cmd}` failed (exit {e.returncode}): the check could not run", file=sys.stderr)
+        return 2
     finally:
         lab.compose("down", "-v", "--remove-orphans", check=False,
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     text, ok = render(image, clauses)
     print(text)
-    out = ROOT / "results" / "contract.json"
-    out.parent.mkdir(exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"image": image, "ok": ok, "clauses": clauses}, indent=1) + "\n")
-    print(f"Clauses as JSON: {out.relative_to(ROOT)}")
+    print(f"Clauses as JSON: {out}")
     return 0 if ok else 1
 
 

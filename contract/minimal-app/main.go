@@ -50,10 +50,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if v := getenv("APP_UNIX_SOCKET"); v != "" {
 		c.socket = v
 	}
+	// The lab's rule (README, "The app and its contract"): read and write for
+	// the owner and for nginx's group, nothing for others.
 	if v := getenv("APP_SOCKET_MODE"); v != "" {
 		m, err := strconv.ParseUint(v, 8, 32)
-		if err != nil || m > 0o777 || m&0o007 != 0 || m&0o600 != 0o600 {
-			return c, fmt.Errorf("APP_SOCKET_MODE=%q: want octal like 0660: read-write for the owner, nothing for others", v)
+		if err != nil || m > 0o777 || m&0o007 != 0 || m&0o660 != 0o660 {
+			return c, fmt.Errorf("APP_SOCKET_MODE=%q: want octal like 0660: read-write for the owner and the group (nginx's), nothing for others", v)
 		}
 		c.mode = os.FileMode(m)
 	}
