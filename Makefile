@@ -131,7 +131,7 @@ logs: ## Follow the lab's logs
 GO_SERVICES := services/app services/nginx-log-exporter services/contract services/minimal-app
 
 .PHONY: deps
-deps: ## Install the test tools that are missing (nginx, envsubst, promtool)
+deps: ## Install the test tools that are missing (nginx, envsubst, wrk, promtool; k6 when its test first runs)
 	scripts/test-deps.sh
 
 .PHONY: check
