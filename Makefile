@@ -15,8 +15,8 @@ SERVICES ?=
 # Test tools built from source are cached here (scripts/test-deps.sh).
 UDS_LAB_CACHE ?= $(HOME)/.cache/uds-lab
 export PATH := $(UDS_LAB_CACHE)/bin:$(PATH)
-# Python for the tests of report/ and scripts/ (make test); `make report` itself
-# runs in a container and needs no Python here.
+# Python for the tests of report/, loadgen/ and scripts/ (make test); `make
+# report` and `make max GENERATOR=wrk` run theirs in containers and need no Python here.
 VENV ?= .venv
 
 $(VENV)/.installed: report/requirements.txt report/requirements-dev.txt
@@ -67,14 +67,26 @@ define snapshot
 	@echo $(TESTID) > results/last
 endef
 
+# K6_CPUS, K6_MEMORY and K6_CPUSET were renamed LOADGEN_* (they govern wrk as
+# well as k6): a value left under an old name stops the run, naming the new one,
+# rather than being ignored.
+OLD_LOADGEN = $(strip $(foreach n,CPUS MEMORY CPUSET,$(if $(call env,K6_$(n)),K6_$(n))))
+.PHONY: loadgen-settings
+loadgen-settings:
+	@$(if $(OLD_LOADGEN),for n in $(OLD_LOADGEN); do \
+		echo "$$n is no longer read: the load generator's (k6 or wrk) setting is LOADGEN_$${n#K6_}; rename it in .env or your shell" >&2; \
+	done; exit 2,:)
+
+# k6 says how long the plan runs before it starts, and which phase it is in as
+# each one starts (loadgen/load.js); wrk's runner the same (loadgen/plan.py).
 .PHONY: load
-load: ## Drive each path in turn through nginx at a fixed rate with k6 (SCENARIO, RATE, DURATION, ROUNDS, PATHS)
+load: loadgen-settings ## Drive each path in turn through nginx at a fixed rate with k6 (SCENARIO, RATE, DURATION, ROUNDS, PATHS)
 	$(snapshot)
 	@echo "k6 run testid=$(TESTID)"
 	TESTID=$(TESTID) MODE=rate $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6
 
 .PHONY: max
-max: ## Find each path's throughput limit (GENERATOR=k6 or wrk, CONNECTIONS, DURATION, ROUNDS, PATHS)
+max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6 or wrk, CONNECTIONS, DURATION, ROUNDS, PATHS)
 	$(snapshot)
 	@echo "$(call env,GENERATOR) run testid=$(TESTID), max throughput"
 	@if [ "$(call env,GENERATOR)" = wrk ]; then \
@@ -124,7 +136,7 @@ logs: ## Follow the lab's logs
 GO_SERVICES := services/app services/nginx-log-exporter contract/checker contract/minimal-app
 
 .PHONY: deps
-deps: ## Install the test tools that are missing (nginx, envsubst, promtool)
+deps: ## Install the test tools that are missing (nginx, envsubst, wrk, promtool; k6 when its test first runs)
 	scripts/test-deps.sh
 
 .PHONY: check
@@ -137,7 +149,7 @@ check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, d
 test: check $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Python, make doctor), a short fuzz, nginx + app integration
 	for m in $(GO_SERVICES); do (cd $$m && go test -count=1 -race ./...); done
 	$(MAKE) fuzz
-	$(VENV)/bin/python -m pytest -q report scripts loadgen contract
+	$(VENV)/bin/python -m pytest -q report loadgen contract
 	cd tests && go test -count=1 ./doctor/...
 	cd tests && go test -count=1 ./integration/...
 

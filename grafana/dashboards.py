@@ -10,27 +10,25 @@ import json
 import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+# The catalogue, the path colours and the PromQL selectors the report uses too.
+sys.path.insert(0, str(ROOT))
+from report.lab import APP, CATALOGUE, GENERATORS, LOAD, PATH_COLOURS  # noqa: E402
+from report.lab import service as svc  # noqa: E402
+
 OUT = Path(__file__).resolve().parent / "dashboards"
 # The uid provisioned in grafana/provisioning/datasources/prometheus.yaml.
 DS = {"type": "prometheus", "uid": "uds-lab-prometheus"}
 
-# Label selectors used across panels.
-LOAD = 'route!~"/metrics|/healthz|/readyz"'  # the app's requests that are load, not the lab's own
+# Label selectors of the dashboards' own variables.
 K6 = 'testid=~"$testid", path=~"$path"'
 NGX = 'path=~"$path"'
-APP = 'job="app"'
+# Either load generator's container in cAdvisor (only one runs at a time).
+LOADGEN = f'container_label_com_docker_compose_service=~"{"|".join(GENERATORS)}"'
 
-
-def svc(name):
-    """cAdvisor series of one compose service (label kept by --whitelisted_container_labels)."""
-    return f'container_label_com_docker_compose_service="{name}"'
-
-
-# The lab's paths and workloads.
-CATALOGUE = json.loads((Path(__file__).resolve().parent.parent / "catalogue.json").read_text())
 # One colour per path (the catalogue's, as in the report) and per listener, the same on every panel.
 COLOURS = {
-    **{name: p["colour"] for name, p in CATALOGUE["paths"].items()},
+    **PATH_COLOURS,
     "unix": "green", "app": "purple", "nginx": "yellow", "k6": "light-blue",
 }
 
@@ -408,18 +406,27 @@ def paths_dashboard():
 
 
 def load_dashboard():
+    """Whether the load generator kept up. k6 pushes its own metrics to
+    Prometheus; wrk has no such output (its figures go to load.json only), so
+    for wrk the panels show what the rest of the lab sees of it: its container's
+    CPU and throttling (cAdvisor) and the requests nginx logged per path."""
+    by_gen = "container_label_com_docker_compose_service"
     panels = [
         text(
             "Is the client the limit?",
             "A benchmark measures the server only while the load generator keeps up. If k6 drops iterations, runs "
-            "out of VUs or uses all the CPU it was given (`K6_CPUS`), the figures on the other dashboards describe "
-            "k6, not the paths: lower `RATE` or give k6 more CPU.",
-            h=3,
+            "out of VUs, or the generator (k6 or wrk) uses all the CPU it was given (`LOADGEN_CPUS`), the figures on "
+            "the other dashboards describe the generator, not the paths: lower `RATE` or give it more CPU. "
+            "**wrk** (`make max GENERATOR=wrk`) sends nothing to Prometheus (its figures are in the run's "
+            "`load.json` and report): for it, read its CPU, its throttling and nginx's requests per path; the "
+            "panels marked *k6 only* and the *Test run* list stay empty.",
+            h=4,
         ),
         timeseries(
-            "Requests/s per path vs iterations dropped",
+            "Requests/s per path vs iterations dropped (k6 only)",
             "Completed requests per second per path, and iterations k6 could not start on time "
-            "(dropped_iterations): any drop means the fixed rate was not held.",
+            "(dropped_iterations): any drop means the fixed rate was not held. Empty under wrk, which pushes no "
+            "metrics: see nginx's requests per path beside it.",
             [
                 target(f"sum by (path) (rate(k6_http_reqs_total{{{K6}}}[$__rate_interval]))", "{{path}}"),
                 target(
@@ -433,9 +440,16 @@ def load_dashboard():
             "reqps",
         ),
         timeseries(
-            "Virtual users",
+            "Requests/s per path as nginx logged them (k6 or wrk)",
+            "Requests both nginx handled per path (their access log, nginx-log-exporter), whichever generator sent "
+            "them: the throughput wrk reached, phase by phase. Empty with NGINX_ACCESS_LOG=off.",
+            [target(f'sum by (path) (rate(nginx_location_requests_total{{{NGX}, path!="other"}}[$__rate_interval]))', "{{path}}")],
+            "reqps",
+        ),
+        timeseries(
+            "Virtual users (k6 only)",
             "VUs busy and the most k6 may start (maxVUs). Busy VUs = rate × latency; when they reach the maximum, "
-            "requests queue in k6.",
+            "requests queue in k6. wrk has no VUs: it keeps CONNECTIONS connections busy for a whole phase.",
             [
                 target('sum(k6_vus{testid=~"$testid"})', "VUs"),
                 target('sum(k6_vus_max{testid=~"$testid"})', "VUs max"),
@@ -443,32 +457,35 @@ def load_dashboard():
             "short",
         ),
         timeseries(
-            "k6 CPU vs its limit (cAdvisor)",
-            "CPU cores the k6 container used, and its limit (K6_CPUS). Near the limit, k6's own timing inflates "
-            "latency and caps the rate.",
+            "Load generator CPU vs its limit (cAdvisor)",
+            "CPU cores the generator's container used (k6 or wrk, one at a time), and its limit (LOADGEN_CPUS). "
+            "Near the limit, the generator's own timing inflates latency and caps the rate.",
             [
-                target(f"sum(rate(container_cpu_usage_seconds_total{{{svc('k6')}}}[$__rate_interval]))", "k6"),
-                target(f"max(container_spec_cpu_quota{{{svc('k6')}}} / container_spec_cpu_period{{{svc('k6')}}})", "limit"),
+                target(f"sum by ({by_gen}) (rate(container_cpu_usage_seconds_total{{{LOADGEN}}}[$__rate_interval]))",
+                       f"{{{{{by_gen}}}}}"),
+                target(f"max by ({by_gen}) (container_spec_cpu_quota{{{LOADGEN}}} / container_spec_cpu_period{{{LOADGEN}}})",
+                       f"{{{{{by_gen}}}}} limit"),
             ],
             "short",
         ),
         timeseries(
-            "k6 throttled by its CPU limit (cAdvisor)",
-            "Share of CPU periods in which the kernel throttled k6 (CFS quota). Above a few percent, k6's clock "
-            "and pace suffer.",
+            "Load generator throttled by its CPU limit (cAdvisor)",
+            "Share of CPU periods in which the kernel throttled the generator (CFS quota), k6 or wrk. Above a few "
+            "percent, its clock and pace suffer.",
             [
                 target(
-                    f"sum(rate(container_cpu_cfs_throttled_periods_total{{{svc('k6')}}}[$__rate_interval]))"
-                    f" / sum(rate(container_cpu_cfs_periods_total{{{svc('k6')}}}[$__rate_interval]))",
-                    "k6",
+                    f"sum by ({by_gen}) (rate(container_cpu_cfs_throttled_periods_total{{{LOADGEN}}}[$__rate_interval]))"
+                    f" / sum by ({by_gen}) (rate(container_cpu_cfs_periods_total{{{LOADGEN}}}[$__rate_interval]))",
+                    f"{{{{{by_gen}}}}}",
                 )
             ],
             "percentunit",
         ),
         timeseries(
-            "Client-side connection time per path (k6)",
+            "Client-side connection time per path (k6 only)",
             "Time k6 waited for a free connection (blocked) and to open one (connecting) to nginx, p99. k6 keeps "
-            "its connections to nginx alive, so both stay near zero; a rise means k6 itself is short of resources.",
+            "its connections to nginx alive, so both stay near zero; a rise means k6 itself is short of resources. "
+            "wrk opens its connections once per phase and reports no such timing.",
             [
                 target(f"histogram_quantile(0.99, sum by (path) (rate(k6_http_req_blocked_seconds{{{K6}}}[$__rate_interval])))", "blocked {{path}}"),
                 target(f"histogram_quantile(0.99, sum by (path) (rate(k6_http_req_connecting_seconds{{{K6}}}[$__rate_interval])))", "connecting {{path}}"),
@@ -479,7 +496,8 @@ def load_dashboard():
     return dashboard(
         "uds-lab-load",
         "uds-lab: load generator",
-        "Whether k6 kept up: VUs, dropped iterations, k6's own CPU.",
+        "Whether the load generator kept up: its CPU and throttling (k6 or wrk), and k6's VUs, dropped iterations "
+        "and connection times.",
         panels,
         [TESTID, PATH],
     )

@@ -16,7 +16,7 @@
 # seconds (the throughput limit), then k6 at RATE (the median latency), each
 # after WARMUP seconds of warm-up per path. Neither generator writes to
 # Prometheus here (it would be stopped in bare), so the client side is the
-# same in every setup. NGINX_CPUSET, APP_CPUSET and K6_CPUSET pin as in
+# same in every setup. NGINX_CPUSET, APP_CPUSET and LOADGEN_CPUSET pin as in
 # make load; set them (README, "Pinning") or the figures are noise.
 #
 # Needs the lab up (`make up`); leaves it as the full setup. Results:
@@ -95,7 +95,7 @@ measure() {
   TESTID=$id ROUNDS=1 "${COMPOSE[@]}" --profile load run --rm --no-deps --user "$user" wrk >"$dir/wrk.log"
   mv "results/$id/load.json" "$dir/max.json"
   TESTID=$id ROUNDS=1 MODE=rate "${COMPOSE[@]}" --profile load run --rm --no-deps --user "$user" \
-    k6 run --quiet /k6/load.js >"$dir/k6.log" 2>&1
+    k6 run --quiet /loadgen/load.js >"$dir/k6.log" 2>&1
   mv "results/$id/load.json" "$dir/rate.json"
   rmdir "results/$id"
 }
@@ -117,4 +117,4 @@ log "back to the full setup"
 setup full
 
 "${COMPOSE[@]}" --profile load run --rm --no-deps --user "$(id -u):$(id -g)" \
-  -v "$PWD/loadgen/overhead.py:/lab/overhead.py:ro" --entrypoint python3 wrk /lab/overhead.py "/lab/results/$TESTID"
+  --entrypoint python3 wrk /lab/loadgen/overhead.py "/lab/results/$TESTID"

@@ -1,7 +1,6 @@
-"""Tests of report/report.py: the pure parts with synthetic load.json data and a
-fake query function, the charts, and the script end to end against a fake
-Prometheus. No network beyond 127.0.0.1, no Docker."""
-import importlib.util
+"""Tests of the report package: the pure parts with synthetic load.json data
+and a fake query function, the charts, and `python3 -m report` end to end
+against a fake Prometheus. No network beyond 127.0.0.1, no Docker."""
 import json
 import re
 import socket
@@ -14,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-SCRIPT = HERE / "report.py"
-_spec = importlib.util.spec_from_file_location("uds_lab_report", SCRIPT)
-rpt = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(rpt)
+from report import breakdown, charts, cli, context, markdown, queries, stats, values
+from report.prometheus import prometheus_client
+from report.lab import CATALOGUE
+
+ROOT = Path(__file__).resolve().parent.parent
+# The one plan (loadgen/plan.py): the fake load.json has the phases a real run has.
+sys.path.insert(0, str(ROOT / "loadgen"))
+import plan as runplan  # noqa: E402
 
 START_MS = 1_763_820_000_000
-GAP = 2
 
 
 # ---------------------------------------------------------------- synthetic inputs
@@ -29,41 +30,31 @@ GAP = 2
 
 def make_k6(paths=("tcp", "uds", "tcp-ka", "uds-ka"), rounds=3, rate=100, duration=10, warmup=5,
             workloads=("ping",), client=None, **phase_extra):
-    """A load.json as k6/load.js writes it. client(path, round) -> dict overriding a phase's fields."""
+    """A load.json as loadgen/load.js writes it, on plan.py's plan. client(path,
+    round) -> dict overriding a phase's fields."""
     client = client or (lambda path, r: {})
-    phases, at = [], 0
-    for w in workloads:
-        plan = [(p, 0, warmup) for p in paths] if warmup else []
-        plan += [(p, r, duration) for r in range(1, rounds + 1) for p in paths]
-        for path, r, secs in plan:
-            ph = {
-                "name": f"{w}__{path}__r{r}",
-                "workload": w,
-                "path": path,
-                "round": r,
-                "phase": "warmup" if r == 0 else "measure",
-                "endpoint": "/ping",
-                "start_offset_s": at,
-                "duration_s": secs,
-                "requests": rate * secs,
-                "failed_rate": 0,
-                "dropped_iterations": 0,
-                "duration_ms": {"avg": 1.0, "p50": 1.0, "p90": 1.5, "p95": 2.0, "p99": 3.0, "max": 9.0},
-            }
-            ph.update(phase_extra)
-            over = client(path, r)
-            if "duration_ms" in over:
-                ph["duration_ms"] = {**ph["duration_ms"], **over.pop("duration_ms")}
-            ph.update(over)
-            phases.append(ph)
-            at += secs + GAP
+    settings = {"workloads": list(workloads), "paths": list(paths), "mode": "rate", "generator": "k6", "rate": rate,
+                "connections": 64, "duration": duration, "rounds": rounds, "warmup": warmup,
+                "cpu_iterations": 10000, "sleep_ms": 10, "endpoint": "/ping"}
+    phases = runplan.plan(settings, runplan.routes(CATALOGUE["workloads"], settings))
+    for ph in phases:
+        ph.update({
+            "requests": rate * ph["duration_s"],
+            "failed_rate": 0,
+            "dropped_iterations": 0,
+            "duration_ms": {"avg": 1.0, "p50": 1.0, "p90": 1.5, "p95": 2.0, "p99": 3.0, "max": 9.0},
+        })
+        ph.update(phase_extra)
+        over = client(ph["path"], ph["round"])
+        if "duration_ms" in over:
+            ph["duration_ms"] = {**ph["duration_ms"], **over.pop("duration_ms")}
+        ph.update(over)
     return {
         "testid": "t1",
-        "base_url": "http://nginx:8080",
+        "urls": {p: runplan.urls(CATALOGUE)[p] for p in paths},
         "start_ms": START_MS,
-        "gap_s": GAP,
-        "settings": {"workloads": list(workloads), "paths": list(paths), "rate": rate, "duration": duration,
-                     "rounds": rounds, "warmup": warmup, "cpu_iterations": 10000, "sleep_ms": 10, "endpoint": "/ping"},
+        "gap_s": runplan.GAP_SECONDS,
+        "settings": settings,
         "phases": phases,
         "totals": {"requests": sum(p["requests"] for p in phases), "failed_rate": 0},
         "thresholds_failed": [],
@@ -122,7 +113,7 @@ def fake_query(table):
 
 def window_ends(k6):
     """phase name -> the `@` timestamp string its queries use."""
-    return {p["name"]: f"{rpt.phase_window(k6, p)[1]:.3f}" for p in rpt.measured_phases(k6)}
+    return {p["name"]: f"{queries.phase_window(k6, p)[1]:.3f}" for p in queries.measured_phases(k6)}
 
 
 def by_phase(k6, fn):
@@ -160,7 +151,7 @@ def server_table(k6, over=None, **kw):
 
 
 def build(k6, table=None, compose=COMPOSE):
-    return rpt.build_report(k6, compose, fake_query(table if table is not None else server_table(k6)), "http://prom:9090")
+    return context.build_report(k6, compose, fake_query(table if table is not None else server_table(k6)), "http://prom:9090")
 
 
 def kinds(rep):
@@ -184,10 +175,10 @@ def test_warmup_phases_are_left_out():
 def test_window_and_query_shape():
     k6 = make_k6(paths=("tcp", "uds"), rounds=1, warmup=5, duration=20)
     q = fake_query(server_table(k6))
-    rpt.build_report(k6, COMPOSE, q)
+    context.build_report(k6, COMPOSE, q)
     # Warm-up: 2 x (5 + 2) s; then tcp r1 from 14 s for 20 s.
-    ph = rpt.measured_phases(k6)[0]
-    assert rpt.phase_window(k6, ph) == (START_MS / 1000 + 14, START_MS / 1000 + 34)
+    ph = queries.measured_phases(k6)[0]
+    assert queries.phase_window(k6, ph) == (START_MS / 1000 + 14, START_MS / 1000 + 34)
     end = f"{START_MS / 1000 + 34:.3f}"
     expected = f'sum(increase(nginx_location_requests_total{{path="tcp",status=~"5.."}}[20s] @ {end}))'
     assert expected in q.calls
@@ -222,7 +213,7 @@ def test_ratios_are_computed_per_round_then_averaged():
     assert r["per_round"] == pytest.approx({"1": 0.5, "2": 0.6, "3": 0.7})
     assert r["mean"] == pytest.approx(0.6)  # the ratio of the means would be 4.5 / 7 = 0.643
     assert (r["min"], r["max"], r["rounds"]) == (pytest.approx(0.5), pytest.approx(0.7), 3)
-    assert rpt.judge(r) == "wide"  # (0.7 - 0.5) / 0.6 > 0.2
+    assert stats.judge(r) == "wide"  # (0.7 - 0.5) / 0.6 > 0.2
 
 
 def test_clear_ratio_and_verdict():
@@ -230,7 +221,7 @@ def test_clear_ratio_and_verdict():
     k6 = make_k6(paths=("tcp", "uds"), client=lambda p, r: {"duration_ms": {"p50": p50[p][r - 1]}} if r else {})
     rep = build(k6)
     e = rep["workloads"]["ping"]["paths"]["uds"]
-    assert rpt.judge(e["ratio_to_tcp"]["client_p50_ms"]) == "clear"
+    assert stats.judge(e["ratio_to_tcp"]["client_p50_ms"]) == "clear"
     assert e["verdict"] == "uds 0.60x tcp (0.58-0.62)"
     assert rep["workloads"]["ping"]["paths"]["tcp"]["ratio_to_tcp"] is None
 
@@ -245,10 +236,10 @@ def test_server_side_ratio_per_round():
 
 
 def test_ratio_skips_rounds_without_a_value():
-    assert rpt.ratio_stats({1: 2.0, 2: None, 3: 3.0}, {1: 4.0, 2: 1.0, 3: 0.0}) == {
+    assert stats.ratio_stats({1: 2.0, 2: None, 3: 3.0}, {1: 4.0, 2: 1.0, 3: 0.0}) == {
         "mean": 0.5, "min": 0.5, "max": 0.5, "rounds": 1, "per_round": {"1": 0.5}}
-    assert rpt.ratio_stats({1: None}, {1: 1.0}) is None
-    assert rpt.verdict("uds", None) == "n/a"
+    assert stats.ratio_stats({1: None}, {1: 1.0}) is None
+    assert stats.verdict("uds", None) == "n/a"
 
 
 # ---------------------------------------------------------------- warnings
@@ -288,7 +279,7 @@ def test_rate_threshold(requests, saturated):
 
 
 def test_thresholds_are_stated():
-    md = rpt.render_markdown(build(make_k6()))
+    md = markdown.render_markdown(build(make_k6()))
     for text in ("more than 1% of a phase's iterations", "less than 95% of RATE", "90% or more of its CPU limit",
                  "under 10 s", "within 5% of the others", "wider than 20% of the mean"):
         assert text in md
@@ -313,7 +304,7 @@ def test_errors_from_k6_and_nginx():
     errs = {w["path"]: w for w in rep["warnings"] if w["kind"] == "errors"}
     assert errs["tcp"]["phases"] == ["ping__tcp__r1"] and "1.00%" in errs["tcp"]["message"]
     assert errs["uds"]["phases"] == ["ping__uds__r3"] and "nginx 5xx 7" in errs["uds"]["message"]
-    md = rpt.render_markdown(rep)
+    md = markdown.render_markdown(rep)
     assert "nginx 5xx up to 7/round" in md
 
 
@@ -335,7 +326,7 @@ def test_single_round():
     assert "single_round" in kinds(rep)
     assert "spread" not in kinds(rep)
     assert rep["workloads"]["ping"]["paths"]["uds"]["verdict"] == "uds 0.50x tcp (1 round: spread cannot be judged)"
-    assert "0.50x (1 round)" in rpt.render_markdown(rep)
+    assert "0.50x (1 round)" in markdown.render_markdown(rep)
 
 
 def test_tcp_missing():
@@ -344,7 +335,7 @@ def test_tcp_missing():
     wl = rep["workloads"]["ping"]
     assert wl["tcp_measured"] is False
     assert all(e["ratio_to_tcp"] is None for e in wl["paths"].values())
-    md = rpt.render_markdown(rep)
+    md = markdown.render_markdown(rep)
     assert "tcp was not measured in this run" in md
     assert "| uds | 100.0 |" in md
 
@@ -361,7 +352,7 @@ def test_missing_series_are_null_not_zero():
     assert f["nginx_5xx"] == 0
     r = rep["workloads"]["ping"]["paths"]["uds"]["ratio_to_tcp"]
     assert r["app_cpu_us_per_req"] is None and r["client_p50_ms"] is not None
-    md = rpt.render_markdown(rep)
+    md = markdown.render_markdown(rep)
     assert "n/a (cAdvisor not running" in md  # no up{job="cadvisor"} at all
     assert "| n/a |" in md
 
@@ -381,15 +372,15 @@ def test_no_start_time_and_no_machine_info():
     assert rep["phases"][0]["figures"]["app_p50_ms"] is None
     assert rep["phases"][0]["figures"]["nginx_5xx"] is None
     assert rep["machine"]["cores"] is None
-    rpt.render_markdown(rep)  # renders without crashing
+    markdown.render_markdown(rep)  # renders without crashing
 
 
 def test_compose_info_accepts_list_environment():
     comp = {"services": {"nginx": {"image": "nginx:x", "environment": ["A=1", "NGINX_WORKER_PROCESSES=2"]}}}
-    info = rpt.compose_info(comp)
+    info = context.compose_info(comp)
     assert info["limits"]["nginx"]["worker_processes"] == "2"
     assert info["limits"]["app"] == {"cpus": None, "cpuset": None, "mem_limit": None}
-    assert rpt.compose_info(None)["images"] == {}
+    assert context.compose_info(None)["images"] == {}
 
 
 # ---------------------------------------------------------------- max mode
@@ -410,7 +401,7 @@ def test_max_mode_judges_requests_per_second():
     assert uds["verdict"].startswith("uds 2.00x tcp")
     # No target rate in max mode: reaching a different rate per path is the point.
     assert "saturated" not in kinds(rep) and "same_ceiling" not in kinds(rep)
-    assert "throughput.png" in " ".join(f for f, _, _ in rpt.chart_specs("ping", rep["workloads"]["ping"], rep["settings"]))
+    assert "throughput.png" in " ".join(f for f, _, _ in charts.chart_specs("ping", rep["workloads"]["ping"], rep["settings"]))
 
 
 def test_max_mode_warns_when_every_path_hits_one_ceiling():
@@ -424,11 +415,11 @@ def test_generator_is_named_and_its_cpu_queried():
     k6["settings"]["generator"] = "wrk"
     compose = {"services": {**COMPOSE["services"], "wrk": {"image": "uds-lab/wrk:local", "cpus": 1}}}
     q = fake_query(server_table(k6))
-    rep = rpt.build_report(k6, compose, q, "http://prom:9090")
+    rep = context.build_report(k6, compose, q, "http://prom:9090")
     assert rep["generator"] == "wrk" and all(p["generator"] == "wrk" for p in rep["phases"])
     assert any('container_label_com_docker_compose_service="wrk"' in c for c in q.calls)
     assert rep["compose"]["limits"]["wrk"]["cpus"] == 1
-    assert "Load generator wrk" in rpt.render_markdown(rep)
+    assert "Load generator wrk" in markdown.render_markdown(rep)
 
 
 # ---------------------------------------------------------------- report.md and report.json
@@ -436,7 +427,7 @@ def test_generator_is_named_and_its_cpu_queried():
 
 def test_markdown_has_machine_block_and_tables():
     rep = build(make_k6(workloads=("ping", "bytes-1k")))
-    md = rpt.render_markdown(rep)
+    md = markdown.render_markdown(rep)
     assert md.startswith("# uds-lab report: run `t1`")
     assert "Linux 6.8.0 x86_64 (node lab), 8 cores, 16.0 GiB memory" in md
     assert "Prometheus 3.5.1" in md
@@ -460,19 +451,19 @@ def test_markdown_has_machine_block_and_tables():
 def test_charts_are_pngs(tmp_path):
     k6 = make_k6(workloads=("ping", "cpu"))
     rep = build(k6)
-    charts = rpt.write_charts(rep, tmp_path)
-    assert {c["file"] for c in charts} == {"ping-latency.png", "ping-cost.png", "cpu-latency.png", "cpu-cost.png",
+    written = charts.write_charts(rep, tmp_path)
+    assert {c["file"] for c in written} == {"ping-latency.png", "ping-cost.png", "cpu-latency.png", "cpu-cost.png",
                                            "ping-breakdown.png", "cpu-breakdown.png"}
-    for c in charts:
+    for c in written:
         assert (tmp_path / c["file"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_charts_skip_empty_series(tmp_path):
     k6 = make_k6(paths=("tcp", "uds"))
     rep = build(k6, dict(MACHINE))  # no app or nginx CPU series
-    charts = rpt.write_charts(rep, tmp_path)
-    assert [c["file"] for c in charts] == ["ping-latency.png"]
-    specs = rpt.chart_specs("ping", build(k6, server_table(k6, {("container_cpu_usage_seconds_total", 'service="nginx"'): None}))["workloads"]["ping"])
+    written = charts.write_charts(rep, tmp_path)
+    assert [c["file"] for c in written] == ["ping-latency.png"]
+    specs = charts.chart_specs("ping", build(k6, server_table(k6, {("container_cpu_usage_seconds_total", 'service="nginx"'): None}))["workloads"]["ping"])
     assert [k for k, _, _ in specs[1][2]] == ["app_cpu_us_per_req"]
 
 
@@ -514,7 +505,8 @@ def prometheus():
 
 
 def run_script(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "report", *args], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT)
 
 
 def test_end_to_end(tmp_path, prometheus):
@@ -559,11 +551,11 @@ def test_missing_k6_json_exits_2(tmp_path):
 
 def test_prometheus_client(prometheus):
     _, url = prometheus
-    query = rpt.prometheus_client(url)
-    assert rpt.scalar(query, "count(node_cpu_seconds_total{mode=\"idle\"})") == 8
-    assert rpt.scalar(query, "no_such_metric") is None  # empty vector: null
-    with pytest.raises(rpt.ReportError, match="HTTP 404"):
-        rpt.prometheus_client(url + "/wrong")("up")
+    query = prometheus_client(url)
+    assert values.scalar(query, "count(node_cpu_seconds_total{mode=\"idle\"})") == 8
+    assert values.scalar(query, "no_such_metric") is None  # empty vector: null
+    with pytest.raises(values.ReportError, match="HTTP 404"):
+        prometheus_client(url + "/wrong")("up")
 
 
 def test_short_phases_are_flagged():
@@ -604,14 +596,14 @@ def test_breakdown_terms_are_per_round_differences_in_microseconds():
     assert connect["relative"] == pytest.approx(440 / 610)
     bridge = terms["bridge_pooled"]["figures"]["client_p50_ms"]
     assert bridge["mean"] == pytest.approx(((0.60 - 0.50) + (0.62 - 0.52) + (0.61 - 0.50)) / 3 * 1e3)
-    assert rpt.measurable(connect) and rpt.measurable(bridge)
+    assert breakdown.measurable(connect) and breakdown.measurable(bridge)
     # The control: uds-lo against uds, -10, -10, +10 µs: straddles zero.
     control = terms["control_new"]["figures"]["client_p50_ms"]
-    assert not rpt.measurable(control)
-    assert rpt.fmt_diff(control).startswith("no measurable difference")
+    assert not breakdown.measurable(control)
+    assert breakdown.fmt_diff(control).startswith("no measurable difference")
     # uds-lo-ka was not measured: that term is left out, not zero.
     assert "control_pooled" not in terms
-    md = rpt.render_markdown(rep)
+    md = markdown.render_markdown(rep)
     assert "| TCP connection setup, across the bridge | tcp − tcp-ka | 440.0 µs (400.0 to 480.0 µs, 72%)" in md
 
 
@@ -626,7 +618,7 @@ def test_answer_says_what_the_socket_saved_against_both_tcps():
     assert "saved 487 µs (46%) of median latency against TCP across the Docker bridge" in text
     # pooled: tcp-lo-ka - uds-ka = +10, -20, +10 µs: no number, the plain words.
     assert "With pooled keepalive connections, the socket made no measurable difference against TCP over loopback" in text
-    md = rpt.render_markdown(rep)
+    md = markdown.render_markdown(rep)
     assert md.index("## The answer") < md.index("## Machine") and text in md
 
 
@@ -642,9 +634,9 @@ def test_max_answer_is_throughput():
 
 
 def test_each_path_is_costed_on_its_own_nginx():
-    lo = rpt.server_queries("tcp-lo", 10, 1000.0)
+    lo = queries.server_queries("tcp-lo", 10, 1000.0)
     assert 'container_label_com_docker_compose_service="nginx-lo"' in lo["nginx_cpu_s"]
-    assert 'container_label_com_docker_compose_service="nginx"' in rpt.server_queries("tcp", 10, 1000.0)["nginx_cpu_s"]
+    assert 'container_label_com_docker_compose_service="nginx"' in queries.server_queries("tcp", 10, 1000.0)["nginx_cpu_s"]
     # nginx's requests per path come from its access log: both nginx log to it.
     assert 'nginx_location_requests_total{path="tcp-lo"}' in lo["nginx_requests"]
 
@@ -653,7 +645,7 @@ def test_stacked_bars_add_up_to_each_paths_median():
     p50 = {"tcp": [1.00, 1.10, 1.05], "tcp-ka": [0.60, 0.62, 0.61], "tcp-lo": [0.80, 0.85, 0.82],
            "tcp-lo-ka": [0.50, 0.52, 0.50], "uds": [0.55, 0.58, 0.56], "uds-ka": [0.45, 0.47, 0.46]}
     wl = build(p50_run(p50))["workloads"]["ping"]
-    bars = dict(rpt.stack_bars(wl, "client_p50_ms", 1e3))
+    bars = dict(charts.stack_bars(wl, "client_p50_ms", 1e3))
     assert list(bars) == ["uds-ka", "tcp-lo-ka", "tcp-ka", "uds", "tcp-lo", "tcp"]
     for path, parts in bars.items():
         assert sum(v for _, v, _ in parts) == pytest.approx(1e3 * wl["paths"][path]["mean"]["client_p50_ms"])
@@ -672,15 +664,15 @@ def cadvisor_table(k6, raw, up=1, **over):
     """server_table where cAdvisor's counters are sparse: increase() over a
     phase finds too few samples (no result, as Prometheus answers), and the
     raw samples around the window come from raw(start, end) -> matrix."""
-    windows = {f"{rpt.phase_window(k6, p)[1]:.3f}": rpt.phase_window(k6, p) for p in rpt.measured_phases(k6)}
+    windows = {f"{queries.phase_window(k6, p)[1]:.3f}": queries.phase_window(k6, p) for p in queries.measured_phases(k6)}
 
     def cadvisor(expr):
         if "increase(" in expr or "rate(" in expr:
             return None  # fewer than two samples inside the window
         t = float(re.search(r"@ ([0-9.]+)", expr).group(1))
         reach = float(re.search(r"\[([0-9]+)s\]", expr).group(1))
-        start, end = next(w for w in windows.values() if abs(w[1] + rpt.SPARSE_REACH_S - t) < 1e-3)
-        assert reach >= end - start + 2 * rpt.SPARSE_REACH_S
+        start, end = next(w for w in windows.values() if abs(w[1] + queries.SPARSE_REACH_S - t) < 1e-3)
+        assert reach >= end - start + 2 * queries.SPARSE_REACH_S
         return raw(start, end)
 
     table = {'up{job="cadvisor"}': up, "container_cpu_usage_seconds_total": cadvisor}
@@ -706,7 +698,7 @@ def test_sparse_counter_is_read_from_the_samples_around_the_window():
     sparse = [w for w in rep["warnings"] if w["kind"] == "sparse_samples"]
     assert len(sparse) == 1 and "samples around" in sparse[0]["message"] and len(sparse[0]["phases"]) == 4
     assert "missing_figures" not in kinds(rep)
-    md = rpt.render_markdown(rep)
+    md = markdown.render_markdown(rep)
     assert "| tcp |" in md and "| 80.0 |" in md
 
 
@@ -714,15 +706,15 @@ def test_sparse_increase_handles_resets_several_series_and_gaps():
     # A reset (the container restarted) between the samples, and a second series.
     a = [(0, 10.0), (4, 12.0), (12, 1.0), (20, 5.0)]
     b = [(-5, 0.0), (15, 20.0)]
-    inc, reason = rpt.sparse_increase([a, b], 2, 12)
+    inc, reason = queries.sparse_increase([a, b], 2, 12)
     # a: from 0 s to 12 s (the first sample at the end), 2 + 1 (after the reset,
     # the new value) over 12 s -> 2.5 over the 10 s window; b: 1/s -> 10.
     assert reason is None and inc == pytest.approx(2.5 + 10)
     # Only samples on one side of the window: too few.
-    assert rpt.sparse_increase([[(0, 1.0)], [(30, 2.0)]], 5, 15) == (None, "too few samples")
-    assert rpt.sparse_increase([], 5, 15) == (None, "no series")
+    assert queries.sparse_increase([[(0, 1.0)], [(30, 2.0)]], 5, 15) == (None, "too few samples")
+    assert queries.sparse_increase([], 5, 15) == (None, "no series")
     # One sample inside and one after: the rate between them.
-    inc, _ = rpt.sparse_increase([[(7, 1.0), (17, 3.0)]], 5, 15)
+    inc, _ = queries.sparse_increase([[(7, 1.0), (17, 3.0)]], 5, 15)
     assert inc == pytest.approx(2.0)
 
 
@@ -741,7 +733,7 @@ def test_missing_cadvisor_figure_says_why(up, raw, reason):
         assert ph["figures"]["app_cpu_us_per_req"] == pytest.approx(50)  # the rest is there
     missing = [w for w in rep["warnings"] if w["kind"] == "missing_figures"]
     assert any("nginx CPU/req" in w["message"] and reason in w["message"] for w in missing), missing
-    md = rpt.render_markdown(rep)
+    md = markdown.render_markdown(rep)
     assert f"n/a ({reason}" in md
     assert "cAdvisor not running" not in md or reason == "cAdvisor not running"
 
@@ -752,3 +744,46 @@ def test_missing_node_exporter_is_named():
     rep = build(k6, table)
     assert "node-exporter not running" in rep["phases"][0]["missing"]["ctx_switches_per_req"]
     assert any("ctx switches/req" in w["message"] for w in rep["warnings"] if w["kind"] == "missing_figures")
+
+
+# ---------------------------------------------------------------- load.json's shape
+
+
+def test_fake_load_json_has_the_schemas_shape():
+    """The fake above is what the generators write (loadgen/test_k6.py and
+    test_wrk_runner.py hold them to the same schema)."""
+    import jsonschema
+
+    schema = json.loads(cli.LOAD_SCHEMA.read_text())
+    jsonschema.validate(make_k6(workloads=("ping", "cpu")), schema)
+    k6 = make_k6()
+    k6["settings"].update({"mode": "max", "generator": "wrk", "threads": 1})
+    del k6["settings"]["rate"]
+    jsonschema.validate(k6, schema)
+
+
+@pytest.mark.parametrize("change, where, what", [
+    (lambda k6: k6["phases"][0].update(requests="100"), "at phases/0/requests", "is not of type 'integer'"),
+    (lambda k6: k6.pop("phases"), "at the top level", "'phases' is a required property"),
+    (lambda k6: k6.update(base_url="http://nginx:8080"), "at the top level", "'base_url' was unexpected"),
+    (lambda k6: k6["settings"].update(generator="ab"), "at settings/generator", "'ab' is not one of"),
+])
+def test_load_json_of_another_shape_exits_2(tmp_path, change, where, what):
+    k6 = make_k6()
+    change(k6)
+    (tmp_path / "t1").mkdir()
+    (tmp_path / "t1" / "load.json").write_text(json.dumps(k6))
+    res = run_script("--run", "t1", "--prometheus", "http://127.0.0.1:1", "--results", str(tmp_path))
+    assert res.returncode == 2, res.stdout
+    assert f"{tmp_path / 't1' / 'load.json'} does not match load.schema.json" in res.stderr
+    assert where in res.stderr and what in res.stderr, res.stderr
+    assert not (tmp_path / "t1" / "report.md").exists()
+
+
+def test_readme_lists_every_warning():
+    """report/README.md's table names every kind of warning the code raises."""
+    code = "".join(p.read_text() for p in (ROOT / "report").glob("*.py") if not p.name.startswith("test_"))
+    raised = set(re.findall(r'warning\(\s*"([a-z_0-9]+)"', code)) | set(re.findall(r'\(\s*"([a-z_]+)", (?:lambda|error_reasons)', code))
+    readme = (ROOT / "report" / "README.md").read_text()
+    assert {"saturated", "errors", "short_phase", "same_ceiling", "generator_cpu_unknown"} <= raised
+    assert [k for k in sorted(raised) if f"`{k}`" not in readme] == []

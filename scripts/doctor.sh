@@ -84,7 +84,8 @@ selected() { # selected SERVICE: is it among $SERVICES (empty: all)?
 gather() {
   local n v img info rc
   SERVICES=$(setting SERVICES)
-  for n in SERVICES APP_CPUSET NGINX_CPUSET K6_CPUSET APP_CPUS NGINX_CPUS K6_CPUS NGINX_PORT PROMETHEUS_PORT GRAFANA_PORT; do
+  for n in SERVICES APP_CPUSET NGINX_CPUSET LOADGEN_CPUSET APP_CPUS NGINX_CPUS LOADGEN_CPUS NGINX_PORT PROMETHEUS_PORT GRAFANA_PORT \
+    K6_CPUS K6_MEMORY K6_CPUSET; do
     echo "set_$n=$(setting "$n")"
   done
   echo "make_version=$(make --version 2>/dev/null | awk 'NR == 1 { print $NF }')"
@@ -225,10 +226,17 @@ judge() {
     esac
   done
 
+  # The load generator's limits were K6_*, and govern wrk too: now LOADGEN_*.
+  # A value under an old name would be ignored; it stops the start instead.
+  for k in CPUS MEMORY CPUSET; do
+    v=$(f "set_K6_$k")
+    [ -n "$v" ] && { row FAIL "K6_$k" "K6_$k=$v is no longer read: the load generator's (k6 or wrk) setting is LOADGEN_$k" "rename it LOADGEN_$k in .env or your shell"; fail=1; }
+  done
+
   # CPU sets and limits against the engine's cores.
   cores=$(f ncpu); n=0
   if [ -n "$cores" ]; then
-    for k in APP NGINX K6; do
+    for k in APP NGINX LOADGEN; do
       v=$(f "set_${k}_CPUSET")
       if [ -n "$v" ]; then
         if [ "$(f no_cpuset)" = yes ]; then

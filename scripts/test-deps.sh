@@ -3,9 +3,10 @@
 # Debian packages come from apt; Go tools are built from their module sources at the
 # versions pinned in .env and cached under $UDS_LAB_CACHE (default ~/.cache/uds-lab).
 # Usage: scripts/test-deps.sh [NAME...]   (no argument: what `make test` needs)
-#   apt promtool                       the static and integration tests
+#   apt promtool                       the static, loadgen and integration tests
 #   docker debootstrap compose         the Docker test bed (make e2e)
-#   prometheus node-exporter k6        binaries for its stand-in images (printed paths)
+#   prometheus node-exporter k6        binaries for its stand-in images (printed paths);
+#                                      k6 also for loadgen/test_k6.py
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck disable=SC1091
@@ -52,7 +53,8 @@ for w in "${want[@]}"; do
     apt)
       apt_install nginx nginx
       apt_install envsubst gettext-base
-      apt_install curl curl ;;
+      apt_install curl curl
+      apt_install wrk wrk ;; # loadgen's tests run the wrk runner for a second
     promtool) ln -sf "$(go_build promtool "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" ./cmd/promtool "$(prometheus_ldflags)")" "$BIN/promtool" ;;
     compose)
       p=$(go_build docker-compose "github.com/docker/compose/v2@$COMPOSE_VERSION" ./cmd \

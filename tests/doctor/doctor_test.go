@@ -136,8 +136,8 @@ func TestRootless(t *testing.T) {
 	hasNot(t, "rootless", rows+plan, "FAIL", "UP_BLOCKED")
 
 	// Without the cpuset controller delegated, a CPU set cannot start the lab.
-	rows, plan = judge(t, "rootless-fedora39-24.0.7-no-cpuset.txt", "set_K6_CPUSET=1")
-	has(t, "rows", rows, "row|FAIL|K6_CPUSET|K6_CPUSET=1 but the engine has no cpuset support")
+	rows, plan = judge(t, "rootless-fedora39-24.0.7-no-cpuset.txt", "set_LOADGEN_CPUSET=1")
+	has(t, "rows", rows, "row|FAIL|LOADGEN_CPUSET|LOADGEN_CPUSET=1 but the engine has no cpuset support")
 	has(t, "plan", plan, "UP_BLOCKED=1")
 	rows, _ = judge(t, "rootless-fedora39-24.0.7-no-cpuset.txt")
 	hasNot(t, "no CPU set asked", rows, "FAIL")
@@ -168,8 +168,8 @@ func TestDocker29ContainerdStore(t *testing.T) {
 	has(t, "rows", rows, "row|warn|cAdvisor|left out: it runs but labels no container")
 	has(t, "plan", plan, "UP_LEFT_OUT='cadvisor'")
 	// The recorded engine has 2 cores: a CPU set beyond them stops the start.
-	rows, plan = judge(t, "docker29-colima-containerd-store.txt", "set_NGINX_CPUSET=0-3", "set_K6_CPUS=4")
-	has(t, "rows", rows, "row|FAIL|NGINX_CPUSET|NGINX_CPUSET=0-3 names core 3; the engine has 2 (0-1)", "row|FAIL|K6_CPUS|K6_CPUS=4 is more than the engine's 2 cores")
+	rows, plan = judge(t, "docker29-colima-containerd-store.txt", "set_NGINX_CPUSET=0-3", "set_LOADGEN_CPUS=4")
+	has(t, "rows", rows, "row|FAIL|NGINX_CPUSET|NGINX_CPUSET=0-3 names core 3; the engine has 2 (0-1)", "row|FAIL|LOADGEN_CPUS|LOADGEN_CPUS=4 is more than the engine's 2 cores")
 	has(t, "plan", plan, "UP_BLOCKED=1")
 }
 
@@ -193,6 +193,18 @@ func TestNoEngineAndOldTools(t *testing.T) {
 	rows, plan = judge(t, "testbed-20.10-cgroupv1.txt", "python3=no")
 	has(t, "rows", rows, "row|info|python3|not on this machine: make up, load, max and report need none")
 	hasNot(t, "no python3", plan, "UP_BLOCKED")
+}
+
+// K6_CPUS, K6_MEMORY and K6_CPUSET became LOADGEN_* (they govern wrk too): a
+// value left under an old name stops the start and names the new one.
+func TestOldLoadGeneratorSettings(t *testing.T) {
+	rows, plan := judge(t, "testbed-20.10-cgroupv1.txt", "set_K6_CPUSET=1", "set_K6_MEMORY=4g")
+	has(t, "rows", rows,
+		"row|FAIL|K6_CPUSET|K6_CPUSET=1 is no longer read: the load generator's (k6 or wrk) setting is LOADGEN_CPUSET|rename it LOADGEN_CPUSET",
+		"row|FAIL|K6_MEMORY|K6_MEMORY=4g is no longer read")
+	has(t, "plan", plan, "UP_BLOCKED=1")
+	rows, plan = judge(t, "testbed-20.10-cgroupv1.txt", "set_K6_CPUS=", "set_LOADGEN_CPUSET=1")
+	hasNot(t, "new names only", rows+plan, "FAIL", "UP_BLOCKED")
 }
 
 func TestPortsAndSubsets(t *testing.T) {

@@ -7,7 +7,7 @@
 #   exporter     Debian's prometheus-nginx-exporter 0.11
 #   prometheus, node-exporter, k6   built from module sources at .env's versions
 #   golang       this machine's Go + the app's modules (GO_IMAGE build arg)
-#   debian base  also WRK_BASE_IMAGE: services/wrk installs Debian's wrk on it
+#   debian base  also WRK_BASE_IMAGE: loadgen/wrk installs Debian's wrk on it
 #   python       Debian's Python 3.11 with pip and report/requirements.txt's
 #                wheels (PYTHON_IMAGE of report/Dockerfile)
 set -euo pipefail

@@ -8,9 +8,10 @@ to tcp from the lab (the app's own request counter in Prometheus, over each
 phase's window) beside wrk's (wrk's own count). They should agree within 15%;
 where they do not, the table says which side was limited.
 
-    python3 scripts/bench_wrk.py [--generator k6|wrk] [--rounds 3] [--duration 15]
+    python3 loadgen/bench_wrk.py [--generator k6|wrk] [--rounds 3] [--duration 15]
                                  [--connections 64] [--tolerance 0.15]
-Exit 0 when every path agrees, 1 when one does not, 2 on a setup error.
+Exit 0 when every path agrees, 1 when one does not; a failing `make max`,
+`make report` or wrk run stops it with that command's error (a traceback).
 """
 import argparse
 import json
@@ -18,19 +19,20 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import max as maxrun  # noqa: E402  (scripts/max.py: plan and one wrk phase)
+import plan as runplan  # loadgen/plan.py: the plan
+import wrk_runner  # loadgen/wrk_runner.py: one wrk phase
 
-ROOT = maxrun.ROOT
+ROOT = runplan.ROOT
+CATALOGUE = runplan.read_catalogue({})
+PATHS = list(CATALOGUE["paths"])
 
 
 def lab_run(testid, args):
     """make max + make report; returns report.json."""
     env = {**os.environ, "GENERATOR": args.generator, "ROUNDS": str(args.rounds), "DURATION": str(args.duration),
            "WARMUP": str(args.warmup), "CONNECTIONS": str(args.connections), "SCENARIO": "ping",
-           "PATHS": ",".join(maxrun.KNOWN_PATHS)}
+           "PATHS": ",".join(PATHS)}
     for target in (["max", f"TESTID={testid}"], ["report", f"RUN={testid}"]):
         subprocess.run(["make", *target], cwd=ROOT, env=env, check=True)
     return json.loads((ROOT / "results" / testid / "report.json").read_text())
@@ -50,15 +52,19 @@ def wrk_run(args):
     """wrk on its own, same plan: per path and round, wrk's own requests/s."""
     env = {"DURATION": str(args.duration), "ROUNDS": str(args.rounds), "WARMUP": str(args.warmup),
            "CONNECTIONS": str(args.connections)}
-    s = maxrun.read_settings(env, maxrun.CATALOGUE["workloads"])
+    s = wrk_runner.read_settings(env, CATALOGUE)
     compose = os.environ.get("COMPOSE", "docker compose").split()
     subprocess.run(compose + ["--profile", "load", "build", "wrk"], cwd=ROOT, check=True, capture_output=True)
+    urls = runplan.urls(CATALOGUE)
     out = {}
-    for ph in maxrun.plan(s, {"ping": "/ping"}):
-        _, _, w = maxrun.run_phase(compose, s, ph)
+    phases = runplan.plan(s, runplan.routes(CATALOGUE["workloads"], s))
+    for i, ph in enumerate(phases):
+        if i > 0:
+            time.sleep(runplan.GAP_SECONDS)
+        print(runplan.progress(phases, i), flush=True)
+        _, _, w = wrk_runner.run_phase(compose, s, f"{urls[ph['path']]}{ph['endpoint']}", ph)
         if ph["round"] > 0:
             out.setdefault(ph["path"], {})[ph["round"]] = w["requests"] / w["duration_s"]
-        time.sleep(maxrun.GAP_SECONDS)
     return out
 
 
@@ -76,7 +82,7 @@ def compare(lab, wrk, tolerance):
     """Rows: path, lab req/s, lab ratio, wrk req/s, wrk ratio, agree."""
     lab_r, wrk_r = ratios(lab), ratios(wrk)
     rows, ok = [], True
-    for path in maxrun.KNOWN_PATHS:
+    for path in PATHS:
         lr, wr = lab_r.get(path), wrk_r.get(path)
         agree = lr is not None and wr is not None and abs(lr / wr - 1) <= tolerance
         ok = ok and agree

@@ -16,15 +16,22 @@
 //   CPU_ITERATIONS, SLEEP_MS  parameters of the cpu and sleep workloads
 //   TESTID    the run's label in Prometheus and results/      set by `make load`
 //   CATALOGUE the paths and workloads                         /catalogue.json
+//   RESULTS   where results/<TESTID>/ is                      /results
 // Each path is reached at its nginx's URL (catalogue.json, "nginx") + /<path>.
-// At the end it writes results/<TESTID>/load.json: the plan (each phase's start
-// and length) and k6's own statistics per phase, which `make report` reads.
+// At the start it says how long the plan runs, and as each phase starts which
+// one it is and how long is left. At the end it writes
+// RESULTS/<TESTID>/load.json (shape: load.schema.json): the plan (each
+// phase's start and length) and k6's own statistics per phase, which `make
+// report` reads. loadgen/plan.py is the same plan in Python (the wrk runner's);
+// test_k6.py holds the two equal.
 import http from 'k6/http';
+import exec from 'k6/execution';
 import { check } from 'k6';
 
 const CATALOGUE = JSON.parse(open(__ENV.CATALOGUE || '/catalogue.json'));
 const KNOWN_PATHS = Object.keys(CATALOGUE.paths);
-// Pause between phases: one phase's tail (closing connections, GC) stays out of the next.
+// Pause between phases: one phase's tail (closing connections, GC) stays out of
+// the next (GAP_SECONDS in loadgen/plan.py).
 const GAP_SECONDS = 2;
 
 function setting(name, fallback) {
@@ -87,6 +94,7 @@ const SETTINGS = {
 };
 const TESTID = setting('TESTID', `run-${Date.now()}`);
 if (!/^[A-Za-z0-9_.-]+$/.test(TESTID)) throw new Error(`TESTID="${TESTID}": use letters, digits, . _ -`);
+const RESULTS = setting('RESULTS', '/results');
 
 // The plan: every phase in the order it runs, with its offset from the start.
 function plan(s) {
@@ -113,15 +121,36 @@ function plan(s) {
 }
 const PHASES = plan(SETTINGS);
 
+// How long the plan runs, in the words loadgen/plan.py uses (describe, progress).
+const LENGTH_S = PHASES.length === 0 ? 0 : PHASES[PHASES.length - 1].start_offset_s + PHASES[PHASES.length - 1].duration_s;
+function clock(seconds) {
+  const t = Math.round(seconds);
+  const h = Math.floor(t / 3600);
+  const m = Math.floor((t % 3600) / 60);
+  const s = t % 60;
+  const two = (n) => String(n).padStart(2, '0');
+  if (h > 0) return `${h}h${two(m)}m${two(s)}s`;
+  return m > 0 ? `${m}m${two(s)}s` : `${s}s`;
+}
+function describe(s, phases) {
+  const warm = s.warmup > 0 ? `${s.warmup} s warm-up + ` : '';
+  return `${phases.length} phases, about ${clock(LENGTH_S)}: ${s.workloads.length} workload(s) x `
+    + `${s.paths.length} paths x (${warm}${s.rounds} x ${s.duration} s), ${GAP_SECONDS} s between phases`;
+}
+
 const scenarios = {};
 // k6 computes per-phase statistics only for metrics named in a threshold: the
 // "max>=0" ones always pass and exist to get them; the others fail a broken run.
 const thresholds = { http_req_failed: ['rate<0.01'] };
-for (const ph of PHASES) {
+PHASES.forEach((ph, i) => {
   const common = {
     startTime: `${ph.start_offset_s}s`,
     exec: 'hit',
-    env: { LAB_URL: `${URLS[ph.path]}${ph.endpoint}`, LAB_NAME: `/${ph.path}${ph.endpoint}` },
+    env: {
+      LAB_URL: `${URLS[ph.path]}${ph.endpoint}`,
+      LAB_NAME: `/${ph.path}${ph.endpoint}`,
+      LAB_PROGRESS: `phase ${i + 1}/${PHASES.length} ${ph.name}: about ${clock(LENGTH_S - ph.start_offset_s)} left`,
+    },
     tags: { path: ph.path, workload: ph.workload, round: String(ph.round), phase: ph.phase },
   };
   scenarios[ph.name] = MODE === 'max'
@@ -142,7 +171,7 @@ for (const ph of PHASES) {
   thresholds[`http_reqs${sel}`] = ['count>=0'];
   thresholds[`http_req_failed${sel}`] = ['rate>=0'];
   thresholds[`dropped_iterations${sel}`] = ['count>=0'];
-}
+});
 
 export const options = {
   scenarios,
@@ -156,11 +185,14 @@ export const options = {
 };
 
 export function setup() {
+  console.log(`uds-lab k6 run ${TESTID}: ${describe(SETTINGS, PHASES)}`);
   // Scenario start times count from here.
   return { start_ms: Date.now() };
 }
 
 export function hit() {
+  // A phase's first iteration says where the run is (one integer compare per request).
+  if (exec.scenario.iterationInTest === 0) console.log(__ENV.LAB_PROGRESS);
   // name: one series per path and route, never per URL.
   const res = http.get(__ENV.LAB_URL, { tags: { name: __ENV.LAB_NAME } });
   check(res, { 'status is 200': (r) => r.status === 200 });
@@ -217,6 +249,6 @@ export function handleSummary(data) {
   };
   return {
     stdout: `${lines.join('\n')}\n`,
-    [`/results/${TESTID}/load.json`]: JSON.stringify(out, null, 2),
+    [`${RESULTS}/${TESTID}/load.json`]: JSON.stringify(out, null, 2),
   };
 }

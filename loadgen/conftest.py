@@ -1,0 +1,49 @@
+"""A stand-in for nginx on 127.0.0.1, for running the real load generators
+(k6, wrk) for a second: it answers every GET with 200 and as many bytes as a
+/bytes/<n> route asks (else a small JSON), keeps connections alive like nginx,
+and counts the requests per URL path."""
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+import plan as runplan
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    hits = {}
+    lock = threading.Lock()
+
+    def do_GET(self):
+        with self.lock:
+            self.hits[self.path] = self.hits.get(self.path, 0) + 1
+        m = re.search(r"/bytes/([0-9]+)$", self.path)
+        body = b"x" * int(m.group(1)) if m else b'{"message":"pong"}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def local_catalogue(tmp_path):
+    """(catalogue.json with every nginx at the local server, {URL path: requests})."""
+    Handler.hits = {}
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    catalogue = runplan.read_catalogue({})
+    for n in catalogue["nginx"].values():
+        n["url"] = f"http://127.0.0.1:{srv.server_address[1]}"
+    path = tmp_path / "catalogue.json"
+    path.write_text(json.dumps(catalogue))
+    yield path, Handler.hits
+    srv.shutdown()
+    srv.server_close()

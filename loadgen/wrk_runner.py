@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""`make max GENERATOR=wrk`: each path's throughput limit, measured by wrk inside
+the lab's network, in the plan k6 runs (plan.py: a warm-up per path, then
+rounds of all paths in turn, one path at a time). Writes
+results/<TESTID>/load.json (shape: load.schema.json), naming wrk as the
+generator of every figure.
+
+Settings from the environment (.env, your shell or make's command line):
+SCENARIO, PATHS, DURATION, ROUNDS, WARMUP, CONNECTIONS, WRK_THREADS, TESTID,
+CPU_ITERATIONS, SLEEP_MS, ENDPOINT; CATALOGUE and RESULTS (tests) name another
+catalogue.json and results folder. `make max` runs this script inside the wrk
+container (compose.yaml's wrk service sets WRK_LOCAL=1): each phase runs wrk
+right here. Without WRK_LOCAL (bench_wrk.py, on the host) each phase is a
+`$COMPOSE run` of the wrk service; COMPOSE is the compose command.
+Exit 0, 1 when more than 1% of the requests failed (as k6's threshold), 2 on a
+bad setting.
+"""
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import plan as runplan
+
+ROOT = runplan.ROOT
+# wrk's Lua script that prints its summary as JSON, beside this file (the wrk
+# service mounts loadgen/ at /lab/loadgen).
+SUMMARY_LUA = runplan.HERE / "wrk" / "summary.lua"
+
+
+def read_settings(env, catalogue):
+    """plan.py's settings, plus wrk's own."""
+    s = {"mode": "max", "generator": "wrk", **runplan.read_settings(env, catalogue),
+         "threads": runplan.whole(env, "WRK_THREADS", 1, 1)}
+    if s["connections"] < s["threads"]:
+        raise runplan.SettingError(f"CONNECTIONS={s['connections']}: must be >= WRK_THREADS={s['threads']}")
+    return s
+
+
+def parse_output(out):
+    """wrk's output as our summary.lua and the start/end stamps frame it."""
+    lines = out.strip().splitlines()
+    stamps = [int(x) for x in lines if re.fullmatch(r"[0-9]{13}", x.strip())]
+    summary = next((json.loads(x)["wrk_summary"] for x in lines if x.startswith('{"wrk_summary"')), None)
+    if len(stamps) != 2 or summary is None:
+        raise RuntimeError(f"unexpected wrk output:\n{out}")
+    return stamps[0], stamps[1], summary
+
+
+def run_phase(compose, s, url, phase):
+    script = (
+        f"date +%s%3N; wrk --script {shlex.quote(str(SUMMARY_LUA.relative_to(ROOT)))} -t{s['threads']} "
+        f"-c{s['connections']} -d{phase['duration_s']}s --latency {shlex.quote(url)}; date +%s%3N"
+    )
+    if compose is None:  # inside the wrk container, or a test on the host
+        cmd = ["sh", "-c", script]
+    else:
+        cmd = compose + ["--profile", "load", "run", "--rm", "-T", "--entrypoint", "sh", "wrk", "-c", script]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if res.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:6])} ... failed ({res.returncode}):\n{res.stdout}{res.stderr}")
+    return parse_output(res.stdout)
+
+
+def record(phase, start, t0, w):
+    """A phase of load.json from wrk's summary; its start as measured."""
+    lat = w["latency_ms"]
+    phase.update({
+        "start_offset_s": round((start - t0) / 1000, 3),
+        "duration_s": round(w["duration_s"], 3),
+        "requests": w["requests"],
+        "failed_rate": w["errors"] / w["requests"] if w["requests"] else 0,
+        "dropped_iterations": 0,
+        "duration_ms": {k: lat[k] for k in ("avg", "p50", "p90", "p95", "p99", "max")},
+    })
+
+
+def main():
+    env = os.environ
+    testid = runplan.setting(env, "TESTID", f"run-{int(time.time())}")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", testid):
+        print(f'TESTID="{testid}": use letters, digits, . _ -', file=sys.stderr)
+        return 2
+    catalogue = runplan.read_catalogue(env)
+    try:
+        s = read_settings(env, catalogue)
+    except runplan.SettingError as e:
+        print(e, file=sys.stderr)
+        return 2
+    urls = runplan.urls(catalogue)
+    compose = None if env.get("WRK_LOCAL") == "1" else shlex.split(runplan.setting(env, "COMPOSE", "docker compose"))
+    phases = runplan.plan(s, runplan.routes(catalogue["workloads"], s))
+    print(f"uds-lab wrk run {testid}: max throughput, {s['connections']} connections; "
+          f"{runplan.describe(s, phases)}\n")
+    print(f"{'phase':28} {'requests':>9} {'req/s':>9} {'errors':>7} {'p50':>10} {'p99':>10}")
+    t0 = None
+    for i, ph in enumerate(phases):
+        if i > 0:
+            time.sleep(runplan.GAP_SECONDS)
+        print(runplan.progress(phases, i), flush=True)
+        start, _, w = run_phase(compose, s, f"{urls[ph['path']]}{ph['endpoint']}", ph)
+        t0 = t0 if t0 is not None else start
+        record(ph, start, t0, w)
+        lat = w["latency_ms"]
+        print(f"{ph['name']:28} {w['requests']:9d} {w['requests'] / w['duration_s']:9.0f} {w['errors']:7d} "
+              f"{lat['p50']:9.3f}ms {lat['p99']:9.3f}ms", flush=True)
+    measured = [p for p in phases if p["round"] > 0]
+    requests = sum(p["requests"] for p in measured)
+    failed = sum(p["failed_rate"] * p["requests"] for p in measured)
+    out = {
+        "testid": testid, "urls": {p: urls[p] for p in s["paths"]}, "start_ms": t0, "gap_s": runplan.GAP_SECONDS,
+        "settings": s, "phases": phases,
+        "totals": {"requests": requests, "failed_rate": failed / requests if requests else 0},
+        "thresholds_failed": ["http_req_failed"] if requests and failed / requests >= 0.01 else [],
+    }
+    path = Path(runplan.setting(env, "RESULTS", str(ROOT / "results"))) / testid / "load.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2))
+    print(f"\nwrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    # Like k6's thresholds: a run with more than 1% errors fails.
+    return 1 if out["thresholds_failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

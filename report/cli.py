@@ -1,0 +1,86 @@
+"""uds-lab report: one run's figures per path, from k6's own statistics and
+from Prometheus, compared with tcp round by round.
+
+The command line: reads the run's load.json (which must match
+loadgen/load.schema.json) and compose.json, queries Prometheus, writes
+report.md, report.json and the charts.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import jsonschema
+
+from report.charts import write_charts
+from report.context import build_report
+from report.markdown import render_markdown
+from report.prometheus import prometheus_client
+from report.values import ReportError
+from report.warnings import warning
+
+# The shape of load.json that k6 (loadgen/load.js) and the wrk runner write.
+LOAD_SCHEMA = Path(__file__).resolve().parent.parent / "loadgen" / "load.schema.json"
+
+
+def read_json(path, required=True):
+    p = Path(path)
+    if not p.is_file():
+        if required:
+            raise ReportError(f"{p} not found (run `make load` first, or pass --run <testid>)")
+        return None
+    try:
+        return json.loads(p.read_text())
+    except ValueError as e:
+        raise ReportError(f"{p} is not valid JSON: {e}") from e
+
+
+def read_load(path, schema_path=LOAD_SCHEMA):
+    """load.json, refused with where and why when it does not match the schema:
+    a report from a file of another shape would be wrong without saying so."""
+    load = read_json(path)
+    if not Path(schema_path).is_file():
+        raise ReportError(f"{schema_path} not found: the report reads load.json against it")
+    schema = read_json(schema_path)
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(load))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "the top level"
+        raise ReportError(f"{path} does not match {Path(schema_path).name} (written by another version of the "
+                          f"load generator?): at {where}: {error.message}")
+    return load
+
+
+def run(run_id, prometheus_url, results_dir, query=None):
+    """Reads the inputs, builds the report, writes report.md, report.json and charts; returns the report."""
+    run_dir = Path(results_dir) / run_id
+    k6 = read_load(run_dir / "load.json")
+    compose = read_json(run_dir / "compose.json", required=False)
+    query = query or prometheus_client(prometheus_url)
+    rep = build_report(k6, compose, query, prometheus_url)
+    if compose is None:
+        rep["warnings"].insert(0, warning("no_compose", f"{run_dir / 'compose.json'} not found: images and limits unknown", []))
+    rep["charts"] = write_charts(rep, run_dir)
+    (run_dir / "report.json").write_text(json.dumps(rep, indent=1, ensure_ascii=False) + "\n")
+    (run_dir / "report.md").write_text(render_markdown(rep))
+    return rep
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--run", required=True, help="the run's testid: results/<run>/load.json")
+    ap.add_argument("--prometheus", default="http://127.0.0.1:9090", help="Prometheus base URL")
+    ap.add_argument("--results", default="results", help="folder holding <run>/")
+    args = ap.parse_args(argv)
+    if not args.run or "/" in args.run or args.run in (".", ".."):
+        print(f"report: --run {args.run!r}: give a testid (a folder name under {args.results})", file=sys.stderr)
+        return 2
+    try:
+        rep = run(args.run, args.prometheus, args.results)
+    except ReportError as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.results) / args.run
+    print(f"wrote {out / 'report.md'}, {out / 'report.json'} and {len(rep['charts'])} chart(s)")
+    for wn in rep["warnings"]:
+        print(f"warning: {wn['kind']}: {wn['message']}")
+    return 0

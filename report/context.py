@@ -1,0 +1,98 @@
+"""The run's context (pure): machine, images and limits, and build_report,
+which puts every part together into what report.json holds."""
+from datetime import datetime, timezone
+
+from report.breakdown import answer, breakdown
+from report.queries import phase_figures, server_queries
+from report.stats import aggregate, common_reason
+from report.values import generator, headline, is_max, labels, number, scalar
+from report.warnings import MIN_PHASE_S, figure_warnings, phase_warnings, ratio_warnings, warning
+
+def machine_info(query):
+    uname = labels(query, "node_uname_info")
+    build = labels(query, "prometheus_build_info")
+    cores = scalar(query, 'count(node_cpu_seconds_total{mode="idle"})')
+    mem = scalar(query, "max(node_memory_MemTotal_bytes)")
+    return {
+        "sysname": uname.get("sysname"),
+        "release": uname.get("release"),
+        "machine": uname.get("machine"),
+        "nodename": uname.get("nodename"),
+        "cores": None if cores is None else int(cores),
+        "memory_bytes": None if mem is None else int(mem),
+        "prometheus_version": build.get("version"),
+    }
+
+
+def env_value(environment, name):
+    """A variable from a compose service's environment (a map, or a list of NAME=value)."""
+    if isinstance(environment, dict):
+        return environment.get(name)
+    for item in environment or []:
+        if isinstance(item, str) and item.startswith(f"{name}="):
+            return item.split("=", 1)[1]
+    return None
+
+
+def compose_info(compose, gen="k6"):
+    services = (compose or {}).get("services") or {}
+    limits = {}
+    for name in ("app", "nginx", gen):
+        s = services.get(name) or {}
+        limits[name] = {"cpus": s.get("cpus"), "cpuset": s.get("cpuset") or None, "mem_limit": s.get("mem_limit")}
+    limits["nginx"]["worker_processes"] = env_value((services.get("nginx") or {}).get("environment"), "NGINX_WORKER_PROCESSES")
+    return {"images": {n: s.get("image") for n, s in sorted(services.items())}, "limits": limits}
+
+
+def build_report(k6, compose, query, prometheus_url=None):
+    """Everything report.json holds, from the inputs and a query function."""
+    settings = k6.get("settings") or {}
+    machine = machine_info(query)  # first query: a Prometheus that does not answer stops here
+    gen = generator(settings)
+    comp = compose_info(compose, gen)
+    phases = phase_figures(k6, query)
+    workloads = aggregate(phases, settings)
+    for w, wl in workloads.items():
+        wl["breakdown"] = breakdown(phases, w)
+        wl["answer"] = answer(w, phases, settings)
+    k6_cpus = number(comp["limits"][gen]["cpus"])
+    warnings = []
+    if k6.get("start_ms") is None:
+        warnings.append(warning("no_start_time", "load.json has no start_ms: Prometheus figures cannot be placed in time", [p["name"] for p in phases]))
+    short = [p["name"] for p in phases if (p["window"] and p["window"]["end_s"] - p["window"]["start_s"] < MIN_PHASE_S)]
+    if short:
+        warnings.append(warning("short_phase", f"phases shorter than {MIN_PHASE_S} s: Prometheus scrapes every 5 s, "
+                                "so their server-side figures are missing or rough; use DURATION >= 10", short))
+    if k6.get("thresholds_failed"):
+        warnings.append(warning("k6_thresholds", f"k6 thresholds failed: {', '.join(k6['thresholds_failed'])}", []))
+    if is_max(settings) and phases and all(p["figures"].get("k6_cpu_cores") is None for p in phases):
+        why = common_reason(phases, "k6_cpu_cores") or "no value"
+        warnings.append(warning(
+            "generator_cpu_unknown",
+            f"{gen}'s CPU is unknown ({why}): nothing rules out that {gen}, not the paths, set these "
+            f"limits; compare with GENERATOR=wrk or loadgen/bench_wrk.py", [p["name"] for p in phases]))
+    # A target rate exists only in rate mode; in max mode the generator sets the pace.
+    warnings += phase_warnings(phases, None if is_max(settings) else settings.get("rate"), k6_cpus, gen)
+    warnings += ratio_warnings(workloads, settings)
+    warnings += figure_warnings(phases)
+    templates = server_queries("<path>", 0, 0.0)
+    return {
+        "testid": k6.get("testid"),
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "prometheus": prometheus_url,
+        "start_ms": k6.get("start_ms"),
+        "gap_s": k6.get("gap_s"),
+        "settings": settings,
+        "machine": machine,
+        "compose": comp,
+        "totals": k6.get("totals"),
+        "thresholds_failed": k6.get("thresholds_failed") or [],
+        "phases": phases,
+        "workloads": workloads,
+        "generator": gen,
+        "mode": settings.get("mode") or "rate",
+        "headline": headline(settings),
+        "warnings": warnings,
+        "charts": [],
+        "queries": {k: v.replace("[0s] @ 0.000", "[<duration>s] @ <window end>") for k, v in templates.items()},
+    }

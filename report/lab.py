@@ -1,0 +1,33 @@
+"""What the report and the dashboards (grafana/dashboards.py) both say about
+the lab: its paths and their colours (catalogue.json), and the PromQL label
+selectors of the app's load and of a compose service's container in cAdvisor.
+One definition, so a report's figure and a dashboard panel select the same
+series and draw a path in the same colour."""
+import json
+from pathlib import Path
+
+CATALOGUE = json.loads((Path(__file__).resolve().parent.parent / "catalogue.json").read_text())
+# One colour per path, the same in Grafana and in the report's charts.
+PATH_COLOURS = {name: p["colour"] for name, p in CATALOGUE["paths"].items()}
+# The path every other one is compared with.
+BASELINE = "tcp"
+
+# The app's series (Prometheus job "app").
+APP = 'job="app"'
+# The app's requests that are load, not the lab's own scrapes and healthchecks.
+LOAD = 'route!~"/metrics|/healthz|/readyz"'
+APP_LOAD = f"{APP},{LOAD}"
+# The load generators' compose services (loadgen/): k6, or wrk for `make max GENERATOR=wrk`.
+GENERATORS = ("k6", "wrk")
+
+
+def service(name):
+    """cAdvisor series of one compose service's container (label kept by
+    --whitelisted_container_labels): the nginx that serves a path (nginx or
+    nginx-lo), or the load generator."""
+    return f'container_label_com_docker_compose_service="{name}"'
+
+
+def nginx_of(path):
+    """The compose service of the nginx that serves a path (catalogue.json)."""
+    return (CATALOGUE["paths"].get(path) or {}).get("nginx", "nginx")

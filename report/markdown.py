@@ -1,0 +1,192 @@
+"""report.md (pure rendering)."""
+from report.breakdown import TERM_FIGURES, fmt_diff
+from report.stats import MAX_RELATIVE_SPREAD
+from report.values import METRICS, generator, headline, is_max, number
+from report.warnings import MAX_DROPPED_SHARE, MAX_K6_CPU_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, SAME_CEILING
+
+def fmt(v, decimals=2, suffix=""):
+    if v is None:
+        return "n/a"
+    return f"{v:,.{decimals}f}{suffix}"
+
+
+def fmt_bytes(v):
+    n = number(v)
+    if n is None:
+        return str(v) if v not in (None, "") else "n/a"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(v)
+
+
+def fmt_ratio(r):
+    if r is None:
+        return "n/a"
+    if r["rounds"] < 2:
+        return f"{r['mean']:.2f}x (1 round)"
+    return f"{r['mean']:.2f}x ({r['min']:.2f}-{r['max']:.2f})"
+
+
+def errors_cell(entry):
+    failed = entry["max"]["failed_rate"] or 0
+    five = entry["max"]["nginx_5xx"]
+    parts = []
+    if failed > 0:
+        parts.append(f"k6 failed up to {failed:.2%}")
+    if five:
+        parts.append(f"nginx 5xx up to {five:.0f}/round")
+    return ", ".join(parts) if parts else ("none" if five is not None else "none (k6); nginx n/a")
+
+
+def machine_block(rep):
+    m, c, s = rep["machine"], rep["compose"], rep["settings"]
+    lim = c["limits"]
+    lines = [
+        f"- Host: {m['sysname'] or 'n/a'} {m['release'] or ''} {m['machine'] or ''} (node {m['nodename'] or 'n/a'}), "
+        f"{m['cores'] if m['cores'] is not None else 'n/a'} cores, {fmt_bytes(m['memory_bytes'])} memory",
+        f"- Prometheus {m['prometheus_version'] or 'n/a'}" + (f" at {rep['prometheus']}" if rep.get("prometheus") else ""),
+    ]
+    gen = generator(s)
+    for name in ("app", "nginx", gen):
+        l = lim[name]
+        extra = f", worker_processes {l['worker_processes']}" if name == "nginx" else ""
+        lines.append(
+            f"- {name}: cpus {l['cpus'] if l['cpus'] is not None else 'n/a'}, cpuset {l['cpuset'] or 'any'}, "
+            f"memory {fmt_bytes(l['mem_limit'])}{extra}"
+        )
+    images = ", ".join(f"{n} `{i}`" for n, i in c["images"].items() if i) or "n/a (no compose.json)"
+    lines.append(f"- Images: {images}")
+    pace = ("connections",) if is_max(s) else ("rate",)
+    keys = ("mode", "workloads", "paths") + pace + ("duration", "rounds", "warmup", "endpoint", "cpu_iterations", "sleep_ms")
+    shown = ", ".join(f"{k}={','.join(map(str, s[k])) if isinstance(s.get(k), list) else s.get(k)}" for k in keys if k in s)
+    lines.append(f"- Load generator {gen}: {shown}; gap between phases {rep.get('gap_s')} s")
+    return lines
+
+
+def na_cell(entry, key, decimals):
+    """A mean, or n/a with the reason when every round misses it for one reason."""
+    v = entry["mean"][key]
+    if v is not None:
+        return fmt(v, decimals)
+    why = (entry.get("missing") or {}).get(key)
+    return f"n/a ({why.split(' (')[0]})" if why else "n/a"  # the warnings give the rest
+
+
+def workload_section(w, wl, charts, settings=None):
+    settings = settings or {}
+    lines = [f"## Workload `{w}`", ""]
+    lines += [
+        "Means over the measured rounds (warm-up left out).",
+        "",
+        "| path | req/s | client p50 | p95 | p99 (ms) | app p50 | p99 (ms) | nginx connect (ms) | app CPU µs/req | nginx CPU µs/req | ctx switches/req | errors |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for path, e in wl["paths"].items():
+        m = e["mean"]
+        nginx_cpu = na_cell(e, "nginx_cpu_us_per_req", 1)
+        lines.append(
+            f"| {path} | {fmt(m['rps'], 1)} | {fmt(m['client_p50_ms'], 3)} | {fmt(m['client_p95_ms'], 3)} | "
+            f"{fmt(m['client_p99_ms'], 3)} | {fmt(m['app_p50_ms'], 3)} | {fmt(m['app_p99_ms'], 3)} | "
+            f"{fmt(m['nginx_connect_ms'], 3)} | {fmt(m['app_cpu_us_per_req'], 1)} | {nginx_cpu} | "
+            f"{na_cell(e, 'ctx_switches_per_req', 2)} | {errors_cell(e)} |"
+        )
+    lines.append("")
+    if not wl["tcp_measured"]:
+        lines += ["tcp was not measured in this run: no ratios to tcp.", ""]
+    else:
+        lines += [
+            "Ratio to tcp, computed per round (path's round r / tcp's round r), then the mean and (min-max) over rounds. "
+            "Below 1: less than tcp.",
+            "",
+            f"| path | req/s ratio | p50 ratio (min-max) | p99 ratio | app CPU ratio | nginx CPU ratio | ctx switches ratio | verdict ({METRICS[headline(settings)[0]][0]}) |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for path, e in wl["paths"].items():
+            r = e["ratio_to_tcp"]
+            if r is None:
+                continue
+            lines.append(
+                f"| {path} | {fmt_ratio(r['rps'])} | {fmt_ratio(r['client_p50_ms'])} | {fmt_ratio(r['client_p99_ms'])} | "
+                f"{fmt_ratio(r['app_cpu_us_per_req'])} | {fmt_ratio(r['nginx_cpu_us_per_req'])} | "
+                f"{fmt_ratio(r['ctx_switches_per_req'])} | {e['verdict']} |"
+            )
+        lines.append("")
+    lines += breakdown_table(wl.get("breakdown") or {})
+    for c in charts:
+        if c["workload"] == w:
+            lines += [f"![{c['title']}]({c['file']})", ""]
+    return lines
+
+
+def breakdown_table(terms):
+    """Where the time goes: each term's difference, per figure, in µs."""
+    if not terms:
+        return []
+    lines = [
+        "Where the time goes: one path minus another, round by round; mean (min to max over rounds, share of the "
+        "second path's figure). A spread that includes 0 is no measurable difference.",
+        "",
+        "| term | paths | " + " | ".join(f"{label} (µs)" for _, label, _ in TERM_FIGURES) + " |",
+        "| --- | --- |" + " --- |" * len(TERM_FIGURES),
+    ]
+    for t in terms.values():
+        cells = " | ".join(fmt_diff(t["figures"].get(f)) for f, _, _ in TERM_FIGURES)
+        lines.append(f"| {t['label']} | {t['minuend']} − {t['subtrahend']} | {cells} |")
+    return lines + [""]
+
+
+def render_markdown(rep):
+    lines = [f"# uds-lab report: run `{rep['testid']}`", "", "## The answer", ""]
+    for wl in rep["workloads"].values():
+        lines += [wl.get("answer") or "", ""]
+    lines += [
+        "These figures hold for this machine, these limits and these settings only. "
+        + ("In max mode each path ran flat out: requests/s is its limit, unless a warning says the load generator "
+        "was. " if is_max(rep["settings"]) else "Every phase ran at the same fixed rate. ")
+        + f"Client figures are {rep['generator']}'s own statistics per phase; server figures come from Prometheus over each phase's window (scraped every few "
+        "seconds, so they are estimates, `increase()` extrapolated to the window).",
+        "",
+        "## Machine, versions, settings",
+        "",
+    ]
+    lines += machine_block(rep) + [""]
+    for w, wl in rep["workloads"].items():
+        lines += workload_section(w, wl, rep["charts"], rep["settings"])
+    lines += ["## Warnings", ""]
+    if rep["warnings"]:
+        for wn in rep["warnings"]:
+            where = " / ".join(x for x in (wn["workload"], wn["path"]) if x)
+            phases = f" Phases: {', '.join(wn['phases'])}." if wn["phases"] else ""
+            lines.append(f"- **{wn['kind']}**{' (' + where + ')' if where else ''}: {wn['message']}.{phases}")
+    else:
+        lines.append("- none")
+    lines += [
+        "",
+        "## How to read this",
+        "",
+        "- nginx logs its upstream times with 1 ms resolution: a sub-millisecond connect reads 0, so the connect "
+        "mean only moves when connecting takes milliseconds (under load or queueing). Client and app latencies have "
+        "sub-millisecond resolution.",
+        "- A ratio's (min-max) is its spread over the rounds. A spread that includes 1.0 means the rounds disagree "
+        f"on which path is faster: no clear difference. A spread wider than {MAX_RELATIVE_SPREAD:.0%} of the mean is "
+        "too wide to quote.",
+        f"- Warnings and their thresholds: **saturated** when the generator dropped more than {MAX_DROPPED_SHARE:.0%} "
+        f"of a phase's iterations, held less than {MIN_RATE_SHARE:.0%} of RATE, or used {MAX_K6_CPU_SHARE:.0%} or more "
+        f"of its CPU limit (fewer drops are shown in the tables, not warned about); **short_phase** under "
+        f"{MIN_PHASE_S} s (two scrapes); **same_ceiling** (max mode) when every path is within "
+        f"{SAME_CEILING - 1:.0%} of the others; **spread** as above; **errors** on any failed request or nginx 5xx.",
+        "- Context switches are the whole host's, per request the load generator completed: other work on the host "
+        "adds to them.",
+        "- Where the time goes: `tcp` and `tcp-ka` cross the Docker bridge (veth pair, bridge, two network "
+        "namespaces) to the app; `tcp-lo` and `tcp-lo-ka` come from nginx-lo, the same nginx in the app's network "
+        "namespace, over loopback; `uds*` use the Unix socket. The control `uds-lo` (the socket through nginx-lo) "
+        "should match `uds`: the difference between them is what the two nginx instances alone account for.",
+        "- nginx CPU per request needs cAdvisor, context switches node-exporter; `make up` leaves them out where "
+        "they cannot run (`make doctor` says why). A figure that is n/a in every round says why in its cell; the "
+        "warnings list the rest. Where a collector samples less often than a phase is long (cAdvisor: every 5-10 s), "
+        "the figure is read from the samples around the phase's window, an estimate the warnings name.",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,246 @@
+"""Per phase (pure): its window, the PromQL over it, and its figures from k6's
+own statistics and from Prometheus, with why a figure is missing and which
+ones were read from the samples around the window."""
+import math
+import re
+
+from report.lab import APP, APP_LOAD, nginx_of, service
+from report.values import METRICS, div, generator, matrix_samples, number, scalar
+
+# A counter sampled less often than the phase is long (cAdvisor: every 5-10 s,
+# its samples carry their own timestamps) can have fewer than two samples inside
+# a phase's window, where increase() gives nothing: the report then reads the
+# samples up to this far around it. The others are scraped every 5 s.
+SPARSE_REACH_S = 15
+SPARSE_SOURCES = ("cadvisor",)
+# Which Prometheus job each server figure comes from, and its name, for the
+# reason a figure is missing.
+COLLECTORS = {"app": "the app", "nginx": "nginx-exporter", "nginx-log": "nginx-log-exporter",
+              "node": "node-exporter", "cadvisor": "cAdvisor"}
+RAW_SOURCES = {
+    "app_p50_s": "app", "app_p99_s": "app", "app_requests": "app", "app_cpu_s": "app",
+    "nginx_cpu_s": "cadvisor", "k6_cpu_cores": "cadvisor", "nginx_requests": "nginx-log", "ctx_switches": "node",
+    "connect_sum_s": "nginx-log", "connect_count": "nginx-log", "nginx_5xx": "nginx-log",
+}
+# Each server figure from its raw values (the last one divides, where two);
+# the per-request costs divide by the generator's own count (PER_GENERATOR_REQUEST).
+FIGURE_INPUTS = {
+    "app_p50_ms": ["app_p50_s"], "app_p99_ms": ["app_p99_s"], "app_requests": ["app_requests"],
+    "app_cpu_us_per_req": ["app_cpu_s", "app_requests"], "nginx_requests": ["nginx_requests"],
+    "nginx_cpu_us_per_req": ["nginx_cpu_s"], "ctx_switches_per_req": ["ctx_switches"],
+    "nginx_connect_ms": ["connect_sum_s", "connect_count"], "k6_cpu_cores": ["k6_cpu_cores"],
+}
+PER_GENERATOR_REQUEST = ("nginx_cpu_us_per_req", "ctx_switches_per_req")
+# sum(increase(S[Ns] @ T)) and sum(rate(...)): a counter the report can also
+# read from its raw samples.
+COUNTER_EXPR = re.compile(r"^sum\((increase|rate)\((.+)\[[0-9]+s\] @ [0-9.]+\)\)$")
+
+
+def measured_phases(k6):
+    """The phases that count: round >= 1 (warm-up phases are left out)."""
+    return [p for p in k6.get("phases", []) if p.get("round", 0) >= 1 and p.get("phase", "measure") != "warmup"]
+
+
+def phase_window(k6, phase):
+    """(start, end) in epoch seconds, or None when k6 did not record its start time."""
+    start_ms = k6.get("start_ms")
+    if start_ms is None:
+        return None
+    start = start_ms / 1000.0 + phase["start_offset_s"]
+    return start, start + phase["duration_s"]
+
+
+def server_queries(path, duration_s, end_s, gen="k6"):
+    """PromQL for one phase: instant queries at the window's end over its length."""
+    r = f"[{int(round(duration_s))}s] @ {end_s:.3f}"
+    inc = lambda metric, sel="": f"sum(increase({metric}{'{' + sel + '}' if sel else ''}{r}))"  # noqa: E731
+    # The app's native histogram (what Prometheus keeps of ours), or classic
+    # buckets (what a swapped-in app may expose).
+    q = lambda qq: (  # noqa: E731
+        f"histogram_quantile({qq}, sum(increase(app_http_request_duration_seconds{{{APP_LOAD}}}{r})))"
+        f" or histogram_quantile({qq}, sum by (le) (increase(app_http_request_duration_seconds_bucket{{{APP_LOAD}}}{r})))"
+    )
+    return {
+        "app_p50_s": q(0.5),
+        "app_p99_s": q(0.99),
+        "app_requests": inc("app_http_requests_total", APP_LOAD),
+        "app_cpu_s": inc("process_cpu_seconds_total", APP),
+        "nginx_cpu_s": inc("container_cpu_usage_seconds_total", service(nginx_of(path))),
+        "nginx_requests": inc("nginx_location_requests_total", f'path="{path}"'),
+        "ctx_switches": inc("node_context_switches_total"),
+        "connect_sum_s": inc("nginx_location_upstream_connect_seconds_sum", f'path="{path}"'),
+        "connect_count": inc("nginx_location_upstream_connect_seconds_count", f'path="{path}"'),
+        "nginx_5xx": inc("nginx_location_requests_total", f'path="{path}",status=~"5.."'),
+        "k6_cpu_cores": f"sum(rate(container_cpu_usage_seconds_total{{{service(gen)}}}{r}))",
+    }
+
+
+def client_figures(phase):
+    """k6's own statistics for one phase (exact)."""
+    d = phase.get("duration_ms") or {}
+    requests = phase.get("requests") or 0
+    return {
+        "requests": requests,
+        "rps": div(requests, phase.get("duration_s")),
+        "client_p50_ms": number(d.get("p50")),
+        "client_p95_ms": number(d.get("p95")),
+        "client_p99_ms": number(d.get("p99")),
+        "failed_rate": number(phase.get("failed_rate")) or 0.0,
+        "dropped_iterations": phase.get("dropped_iterations") or 0,
+    }
+
+
+def sparse_increase(series, start, end):
+    """A counter's increase over [start, end] from its samples around the
+    window, for when fewer than two lie inside it (increase() has nothing).
+    Per series: the rate between the last sample at or before the start (else
+    the first inside) and the first at or after the end (else the last inside),
+    resets counted as increase() counts them, times the window's length.
+    Returns (increase, None), or (None, reason)."""
+    total, used = 0.0, 0
+    for samples in series:
+        pts = sorted((t, v) for t, v in samples if v is not None)
+        inside = [p for p in pts if start < p[0] < end]
+        before = [p for p in pts if p[0] <= start]
+        after = [p for p in pts if p[0] >= end]
+        a = before[-1] if before else (inside[0] if inside else None)
+        b = after[0] if after else (inside[-1] if inside else None)
+        if a is None or b is None or b[0] <= a[0]:
+            continue
+        seg = [p for p in pts if a[0] <= p[0] <= b[0]]
+        delta = sum(v2 - v1 if v2 >= v1 else v2 for (_, v1), (_, v2) in zip(seg, seg[1:]))
+        total += delta / (b[0] - a[0]) * (end - start)
+        used += 1
+    if used:
+        return total, None
+    return None, ("too few samples" if any(series) else "no series")
+
+
+def sparse_estimate(query, expr, window):
+    """A counter figure that increase() or rate() could not give, from the raw
+    samples around the window: (value, None) or (None, "no series" | "too few samples")."""
+    m = COUNTER_EXPR.match(expr)
+    if m is None:
+        return None, "no value"
+    fn, selector = m.groups()
+    start, end = window
+    reach = int(math.ceil(end - start + 2 * SPARSE_REACH_S))
+    series = matrix_samples(query(f"{selector}[{reach}s] @ {end + SPARSE_REACH_S:.3f}"))
+    inc, reason = sparse_increase(series, start, end)
+    if inc is None:
+        return None, reason
+    return (inc / (end - start) if fn == "rate" else inc), None
+
+
+def missing_reason(query, raw_key, problem, window, cache):
+    """Why a raw value is missing, in words, from its collector's `up` over the window."""
+    job = RAW_SOURCES.get(raw_key)
+    name = COLLECTORS.get(job, job)
+    if job is None:
+        return problem
+    if job not in cache:
+        start, end = window
+        cache[job] = scalar(query, f'max(max_over_time(up{{job="{job}"}}[{int(math.ceil(end - start))}s] @ {end:.3f}))')
+    if not cache[job]:
+        hint = " (make up leaves it out where it cannot run: see make doctor)" if job in ("cadvisor", "node") else ""
+        return f"{name} not running{hint}"
+    if problem == "too few samples":
+        return f"too few {name} samples around the window"
+    if job == "cadvisor" and problem == "no series":
+        return "cAdvisor runs but labels no container (google/cadvisor#3772: see make doctor)"
+    return f"no series from {name}" if problem == "no series" else f"{name}: {problem}"
+
+
+def server_values(query, phase, window, gen="k6"):
+    """The raw values of one phase, the ones read from samples around the window
+    (sparse counters), and why the others are missing."""
+    if window is None:
+        return {}, [], {k: "load.json has no start time" for k in RAW_SOURCES}
+    exprs = server_queries(phase["path"], phase["duration_s"], window[1], gen)
+    raw, estimated, why, cache = {}, [], {}, {}
+    for k, e in exprs.items():
+        raw[k] = scalar(query, e)
+        # No 5xx series means none was logged: nothing missing.
+        if raw[k] is not None or k == "nginx_5xx":
+            continue
+        problem = "no value in the window"
+        if RAW_SOURCES.get(k) in SPARSE_SOURCES:
+            raw[k], problem = sparse_estimate(query, e, window)
+            if raw[k] is not None:
+                estimated.append(k)
+                continue
+        why[k] = missing_reason(query, k, problem, window, cache)
+    return raw, estimated, why
+
+
+def server_figures(query, phase, window, gen="k6"):
+    """Prometheus's figures for one phase; every one None when there is no window or series.
+    Costs are per request the load generator completed in the phase (its exact
+    count): the same denominator for every path and either nginx."""
+    return server_figures_explained(query, phase, window, gen)[0]
+
+
+def server_figures_explained(query, phase, window, gen="k6"):
+    """(figures, estimated, missing): the figures, those read from samples
+    around the window, and why each missing one is missing."""
+    raw, estimated_raw, why = server_values(query, phase, window, gen)
+    figures = server_figures_from(raw, window, phase)
+    estimated, missing = [], {}
+    for fig, inputs in FIGURE_INPUTS.items():
+        if any(k in estimated_raw for k in inputs) and figures.get(fig) is not None:
+            estimated.append(fig)
+        if figures.get(fig) is not None:
+            continue
+        gone = [why[k] for k in inputs if k in why]
+        if gone:
+            missing[fig] = gone[0]
+        elif len(inputs) == 2 and not raw.get(inputs[1]):
+            missing[fig] = f"no {METRICS.get(inputs[1], (inputs[1].replace('_', ' '),))[0]} in the window"
+        elif fig in PER_GENERATOR_REQUEST and not phase.get("requests"):
+            missing[fig] = "no requests in the window"
+        else:
+            missing[fig] = "no value (NaN)"
+    return figures, estimated, missing
+
+
+def server_figures_from(raw, window, phase):
+    """The phase's server figures from its raw values."""
+    get = raw.get
+    requests = phase.get("requests") or None
+    return {
+        "app_p50_ms": div(get("app_p50_s"), 1, 1e3),
+        "app_p99_ms": div(get("app_p99_s"), 1, 1e3),
+        "app_requests": get("app_requests"),
+        "app_cpu_us_per_req": div(get("app_cpu_s"), get("app_requests"), 1e6),
+        "nginx_requests": get("nginx_requests"),
+        "nginx_cpu_us_per_req": div(get("nginx_cpu_s"), requests, 1e6),
+        "ctx_switches_per_req": div(get("ctx_switches"), requests),
+        "nginx_connect_ms": div(get("connect_sum_s"), get("connect_count"), 1e3),
+        # No 5xx series means none was logged; no window means unknown.
+        "nginx_5xx": (get("nginx_5xx") or 0.0) if window is not None else None,
+        "k6_cpu_cores": get("k6_cpu_cores"),
+    }
+
+
+def phase_figures(k6, query):
+    """Every measured phase with its window and figures, in run order; `missing`
+    says why a server figure is n/a, `estimated` which ones came from samples
+    around the window."""
+    out = []
+    gen = generator(k6.get("settings") or {})
+    for p in measured_phases(k6):
+        window = phase_window(k6, p)
+        server, estimated, missing = server_figures_explained(query, p, window, gen)
+        out.append({
+            "name": p["name"],
+            "workload": p["workload"],
+            "path": p["path"],
+            "round": p["round"],
+            "endpoint": p.get("endpoint"),
+            "window": None if window is None else {"start_s": round(window[0], 3), "end_s": round(window[1], 3)},
+            "generator": gen,
+            "figures": {**client_figures(p), **server},
+            "estimated": estimated,
+            "missing": missing,
+        })
+    return out

@@ -1,0 +1,94 @@
+"""The figures a report has, how modes pick their headline, and Prometheus's
+answers as plain numbers (pure)."""
+import math
+
+# Every figure of a phase: key -> (label, unit, decimals). Order = report.json order.
+METRICS = {
+    "requests": ("requests", "", 0),
+    "rps": ("requests/s", "req/s", 1),
+    "client_p50_ms": ("client p50", "ms", 3),
+    "client_p95_ms": ("client p95", "ms", 3),
+    "client_p99_ms": ("client p99", "ms", 3),
+    "failed_rate": ("k6 failed rate", "", 4),
+    "dropped_iterations": ("dropped iterations", "", 0),
+    "app_p50_ms": ("app p50", "ms", 3),
+    "app_p99_ms": ("app p99", "ms", 3),
+    "app_requests": ("app requests", "", 0),
+    "app_cpu_us_per_req": ("app CPU/req", "µs", 1),
+    "nginx_requests": ("nginx requests (access log)", "", 0),
+    "nginx_cpu_us_per_req": ("nginx CPU/req", "µs", 1),
+    "ctx_switches_per_req": ("ctx switches/req", "", 2),
+    "nginx_connect_ms": ("nginx upstream connect", "ms", 3),
+    "nginx_5xx": ("nginx 5xx", "", 0),
+    "k6_cpu_cores": ("k6 CPU", "cores", 2),
+}
+# The ratios to tcp that decide what the run says: at a fixed rate, latency and
+# cost per request; in max mode, requests/s first.
+HEADLINE = ["client_p50_ms", "client_p99_ms", "app_cpu_us_per_req", "nginx_cpu_us_per_req", "ctx_switches_per_req"]
+
+
+def is_max(settings):
+    return settings.get("mode") == "max"
+
+
+def headline(settings):
+    return (["rps"] if is_max(settings) else []) + HEADLINE
+
+
+def generator(settings):
+    return settings.get("generator") or "k6"
+
+
+class ReportError(Exception):
+    """A problem the user must fix (missing file, Prometheus down): exit 2."""
+
+
+def number(v):
+    """A finite float, or None (for None, NaN, ±Inf, and what does not parse)."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def samples(data):
+    """The API's data as a list of (labels, value or None)."""
+    if not data:
+        return []
+    kind, result = data.get("resultType"), data.get("result")
+    if kind == "scalar" and result:
+        return [({}, number(result[1]))]
+    if kind == "vector":
+        return [(s.get("metric", {}), number(s.get("value", [None, None])[1])) for s in result or []]
+    return []
+
+
+def matrix_samples(data):
+    """A range-vector answer as a list of series, each a list of (t, value or None)."""
+    if not data or data.get("resultType") != "matrix":
+        return []
+    return [[(float(t), number(v)) for t, v in s.get("values") or []] for s in data.get("result") or []]
+
+
+def scalar(query, expr):
+    """The first sample's value; None when there is no series (never 0)."""
+    s = samples(query(expr))
+    return s[0][1] if s else None
+
+
+def labels(query, expr):
+    """The first sample's labels, or {}."""
+    s = samples(query(expr))
+    return s[0][0] if s else {}
+
+
+def div(a, b, scale=1.0):
+    if a is None or b is None or b == 0:
+        return None
+    return scale * a / b
+
+
+def mean(values):
+    vs = [v for v in values if v is not None]
+    return sum(vs) / len(vs) if vs else None

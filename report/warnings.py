@@ -1,0 +1,127 @@
+"""The report's warnings (pure), each threshold stated in its "How to read this"."""
+from report.lab import BASELINE
+from report.stats import judge
+from report.values import METRICS, generator, headline, is_max
+
+# Warning thresholds (each stated in the report's "How to read this").
+MIN_RATE_SHARE = 0.95  # achieved requests/s below this share of RATE: k6 did not hold the rate
+# Dropped iterations above this share of a phase's iterations (requests + dropped):
+# the generator could not start requests on time. A few in thousands are
+# scheduling hiccups, shown in the table, not a saturated generator.
+MAX_DROPPED_SHARE = 0.01
+MAX_K6_CPU_SHARE = 0.90  # k6 at or above this share of its CPU limit: k6 was busy
+MIN_PHASE_S = 10  # two scrape intervals (prometheus.yml: 5 s): shorter phases get no server-side figures
+SAME_CEILING = 1.05  # max mode: every path within 5% of the others: one ceiling, likely the generator's
+
+
+def figure_warnings(phases):
+    """Figures read from samples around the window, and figures missing for a
+    reason the user can act on (a collector left out, labelling nothing, or
+    sampling too seldom); nothing counted in a window (no requests, no new
+    upstream connection on a pooled path) is not a warning."""
+    out = []
+    estimated = {}
+    for p in phases:
+        for f in p.get("estimated") or []:
+            estimated.setdefault(f, []).append(p["name"])
+    if estimated:
+        names = [p["name"] for p in phases if p.get("estimated")]
+        what = "; ".join(f"{METRICS[f][0]} in {len(v)} of {len(phases)} phases" for f, v in estimated.items())
+        out.append(warning("sparse_samples", f"{what}: fewer than two samples inside the phase's window (a collector "
+                           "sampling less often than the phase is long), so read from the samples around it: an estimate",
+                           names))
+    groups = {}
+    for p in phases:
+        for f, why in (p.get("missing") or {}).items():
+            if why.endswith(" in the window") or why == "load.json has no start time":
+                continue
+            groups.setdefault((f, why), []).append(p["name"])
+    for (f, why), names in groups.items():
+        out.append(warning("missing_figures", f"{METRICS[f][0]}: n/a in {len(names)} of {len(phases)} phases: {why}", names))
+    return out
+
+
+def warning(kind, message, phases, workload=None, path=None):
+    return {"kind": kind, "workload": workload, "path": path, "phases": phases, "message": message}
+
+
+def saturation_reasons(fig, rate, k6_cpus, gen="k6"):
+    reasons = []
+    dropped = fig.get("dropped_iterations") or 0
+    planned = dropped + (fig.get("requests") or 0)
+    if planned and dropped / planned > MAX_DROPPED_SHARE:
+        reasons.append(f"{dropped:.0f} dropped iterations ({dropped / planned:.1%} > {MAX_DROPPED_SHARE:.0%})")
+    if rate and fig.get("rps") is not None and fig["rps"] < MIN_RATE_SHARE * rate:
+        reasons.append(f"{fig['rps']:.1f} req/s < {MIN_RATE_SHARE:.0%} of RATE {rate}")
+    cores = fig.get("k6_cpu_cores")
+    if k6_cpus and cores is not None and cores >= MAX_K6_CPU_SHARE * k6_cpus:
+        reasons.append(f"{gen} used {cores:.2f} of its {k6_cpus:g} CPUs")
+    return reasons
+
+
+def error_reasons(fig):
+    reasons = []
+    if (fig.get("failed_rate") or 0) > 0:
+        reasons.append(f"k6 failed {fig['failed_rate']:.2%}")
+    if (fig.get("nginx_5xx") or 0) > 0:
+        reasons.append(f"nginx 5xx {fig['nginx_5xx']:.0f}")
+    return reasons
+
+
+def phase_warnings(phases, rate, k6_cpus, gen="k6"):
+    """Saturation and errors, one warning per workload and path listing its phases."""
+    out = []
+    groups = {}
+    for p in phases:
+        groups.setdefault((p["workload"], p["path"]), []).append(p)
+    for (w, path), ps in groups.items():
+        for kind, reasons_of, message in (
+            ("saturated", lambda f: saturation_reasons(f, rate, k6_cpus, gen), f"{gen} was the limit: figures describe {gen}, not the path"),
+            ("errors", error_reasons, "errors: this path's figures are not comparable"),
+        ):
+            hit = [(p["name"], reasons_of(p["figures"])) for p in ps]
+            hit = [(n, r) for n, r in hit if r]
+            if hit:
+                detail = "; ".join(f"{n}: {', '.join(r)}" for n, r in hit)
+                out.append(warning(kind, f"{message} ({detail})", [n for n, _ in hit], w, path))
+    return out
+
+
+def ratio_warnings(workloads, settings):
+    """tcp missing, a single round, and headline ratios whose spread says nothing."""
+    out = []
+    single = (settings.get("rounds") or 0) == 1
+    gen = generator(settings)
+    for w, wl in workloads.items():
+        all_phases = [n for e in wl["paths"].values() for n in e["phases"]]
+        if not wl["tcp_measured"]:
+            out.append(warning("tcp_missing", "tcp was not in PATHS: ratios to tcp cannot be computed", all_phases, w))
+            continue
+        if single:
+            out.append(warning("single_round", "1 round per path: the spread of the ratios cannot be judged", all_phases, w))
+            continue
+        tcp_phases = wl["paths"][BASELINE]["phases"]
+        rps = [e["mean"]["rps"] for e in wl["paths"].values() if e["mean"]["rps"]]
+        if is_max(settings) and len(rps) > 1 and max(rps) / min(rps) < SAME_CEILING:
+            out.append(warning(
+                "same_ceiling",
+                f"every path reached the same ceiling ({min(rps):.0f}-{max(rps):.0f} req/s): that is likely {gen}'s "
+                f"limit, not the paths'; give {gen} more CPU or use GENERATOR=wrk",
+                all_phases, w))
+        for path, e in wl["paths"].items():
+            if e["ratio_to_tcp"] is None:
+                continue
+            bad = []
+            for k in headline(settings):
+                r = e["ratio_to_tcp"][k]
+                status = judge(r)
+                label = METRICS[k][0]
+                if status == "straddles":
+                    bad.append(f"{label}: no clear difference from tcp ({r['min']:.2f}-{r['max']:.2f} includes 1.0)")
+                elif status == "wide":
+                    bad.append(f"{label}: spread too wide ({r['min']:.2f}-{r['max']:.2f}, mean {r['mean']:.2f})")
+                elif status == "single":
+                    bad.append(f"{label}: only 1 round usable, spread cannot be judged")
+            if bad:
+                out.append(warning("spread", "; ".join(bad), e["phases"] + tcp_phases, w, path))
+    return out
