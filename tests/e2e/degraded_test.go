@@ -172,7 +172,7 @@ func TestPrivateRoot(t *testing.T) {
 
 	testid := "e2e-private-root-" + time.Now().UTC().Format("150405")
 	mk(t, "load", "TESTID="+testid, "SCENARIO=ping", "PATHS=tcp,uds", "RATE=50", "DURATION=10", "ROUNDS=1", "WARMUP=0")
-	time.Sleep(6 * time.Second) // the scrape after the last phase
+	scrapedAfter(t, prom, "node", time.Now()) // the report reads the scrape after the last phase
 	mk(t, "report", "RUN="+testid)
 	var r degradedReport
 	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", testid, "report.json"))), &r); err != nil {

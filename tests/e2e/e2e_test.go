@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,10 @@ func pathURL(t *testing.T, nginx string, p labPath) string {
 	return "http://" + ip + ":" + u.Port() + "/" + p.path
 }
 
+// TestLab brings the lab up once (make up) and runs each scenario as its own
+// subtest, so that one failing leaves the others to run and
+// `E2E_RUN='TestLab/kill' make e2e` runs one. Each scenario starts from the
+// lab up on its own app and leaves it so (its cleanup restores what it changed).
 func TestLab(t *testing.T) {
 	if os.Getenv("UDS_LAB_E2E") == "" {
 		t.Skip("needs the stand-in images and environment from tests/e2e/run.sh: run `make e2e`")
@@ -78,6 +83,7 @@ func TestLab(t *testing.T) {
 	project := os.Getenv("COMPOSE_PROJECT_NAME")
 	prom := "http://127.0.0.1:" + os.Getenv("PROMETHEUS_PORT")
 	nginx := "http://127.0.0.1:" + os.Getenv("NGINX_PORT")
+	testid := "e2e-" + time.Now().UTC().Format("20060102-150405")
 
 	mk(t, "clean") // leftovers of an interrupted run
 	t.Cleanup(func() {
@@ -103,9 +109,44 @@ func TestLab(t *testing.T) {
 		t.Errorf("nginx_up = %v, want 1: the exporter cannot read nginx's stub_status", v)
 	}
 
+	// make load on every path, its figures, the dashboards and the report.
+	t.Run("load", func(t *testing.T) { loadAndReport(t, prom, testid) })
+
+	// make max, with each generator: short runs, checked for shape, not figures.
+	// Phases of 10 s at least: Prometheus scrapes every 5 s, and the server-side
+	// figures need two scrapes in a phase.
+	t.Run("max", func(t *testing.T) {
+		for _, gen := range []struct{ name, paths, rounds, duration string }{
+			{"wrk", "tcp,uds,tcp-lo,tcp-lo-ka", "2", "10"},
+			{"k6", "tcp,uds", "1", "10"},
+		} {
+			t.Run(gen.name, func(t *testing.T) { maxRun(t, testid+"-max-"+gen.name, gen.name, gen.paths, gen.rounds, gen.duration) })
+		}
+	})
+
+	// The app's process killed under load: JSON 502s, then back by the restart policy.
+	t.Run("kill", func(t *testing.T) { killUnderLoad(t, prom, nginx, testid+"-kill") })
+	// nginx and Prometheus restarted under load: the app is unaffected.
+	t.Run("restart", func(t *testing.T) { restartUnderLoad(t, prom, nginx, testid+"-restart") })
+	// Overload at 10x RATE: no crash, no hang, memory under the limits.
+	t.Run("overload", func(t *testing.T) { overload(t, prom, nginx, testid+"-overload") })
+	// make contract: the lab's app and the minimal app keep it.
+	t.Run("contract", checkContracts)
+	// The lab on the minimal app: make load works; then back to the lab's app.
+	t.Run("swap", func(t *testing.T) {
+		t.Cleanup(func() { step(t, "make up: back to the lab's app", func() { mk(t, "up") }) })
+		swapApp(t, prom, nginx, minimalImage, testid+"-swap")
+	})
+	// A crash leaves the socket behind; make down and make up start over it,
+	// and Prometheus keeps its data across them.
+	t.Run("stale-socket", func(t *testing.T) { staleSocket(t, prom, nginx) })
+}
+
+// loadAndReport runs a short make load on every path of the catalogue and
+// checks what each source counted, the dashboards and the report.
+func loadAndReport(t *testing.T, prom, testid string) {
 	before := appCounters(t, prom)
 	loadStart := time.Now()
-	testid := "e2e-" + time.Now().UTC().Format("20060102-150405")
 	step(t, "make load", func() {
 		mk(t, "load", "TESTID="+testid, "SCENARIO=ping", "PATHS="+allPaths(),
 			"RATE=50", "DURATION=10", "ROUNDS=2", "WARMUP=1")
@@ -138,7 +179,7 @@ func TestLab(t *testing.T) {
 		return nil
 	})
 
-	t.Run("every path got k6 requests, none failed", func(t *testing.T) {
+	t.Run("requests", func(t *testing.T) {
 		failed := vector(t, prom, fmt.Sprintf(`sum by (path) (k6_http_reqs_total{testid=%q, expected_response="false"})`, testid), "path")
 		for _, p := range paths {
 			if k6[p.path] < 100 {
@@ -156,7 +197,7 @@ func TestLab(t *testing.T) {
 	// (local). Each group must have accepted one connection per request of its
 	// new-connection paths and a handful for its pooled paths (plus the
 	// healthchecks' own: the app's asks both listeners on loopback every 10 s).
-	t.Run("each path reaches its listener from its peer; keepalive paths reuse connections, the others do not", func(t *testing.T) {
+	t.Run("connections", func(t *testing.T) {
 		type group struct{ listener, peer string }
 		perRequest, pooled := map[group]float64{}, map[group]float64{}
 		for _, p := range paths {
@@ -181,7 +222,7 @@ func TestLab(t *testing.T) {
 		}
 	})
 
-	t.Run("k6 native histograms give windowed quantiles", func(t *testing.T) {
+	t.Run("histograms", func(t *testing.T) {
 		q := fmt.Sprintf(`histogram_quantile(0.99, sum by (path) (rate(k6_http_req_duration_seconds{testid=%q}[2m])))`, testid)
 		p99 := vector(t, prom, q, "path")
 		for _, p := range paths {
@@ -192,62 +233,37 @@ func TestLab(t *testing.T) {
 		t.Logf("k6 p99 per path (s): %v", p99)
 	})
 
-	t.Run("every dashboard panel returns data", func(t *testing.T) {
-		checkPanels(t, prom, testid, loadStart)
-	})
+	t.Run("panels", func(t *testing.T) { checkPanels(t, prom, testid, loadStart) })
+	t.Run("report", func(t *testing.T) { checkReport(t, testid) })
+}
 
-	t.Run("make report writes the run's report", func(t *testing.T) {
-		checkReport(t, testid)
-	})
-
-	// make max, with each generator: short runs, checked for shape, not figures.
-	// Phases of 10 s at least: Prometheus scrapes every 5 s, and the server-side
-	// figures need two scrapes in a phase.
-	for _, gen := range []struct{ name, paths, rounds, duration string }{
-		{"wrk", "tcp,uds,tcp-lo,tcp-lo-ka", "2", "10"},
-		{"k6", "tcp,uds", "1", "10"},
-	} {
-		t.Run("make max GENERATOR="+gen.name, func(t *testing.T) {
-			run := testid + "-max-" + gen.name
-			mk(t, "max", "TESTID="+run, "GENERATOR="+gen.name, "PATHS="+gen.paths, "ROUNDS="+gen.rounds,
-				"DURATION="+gen.duration, "WARMUP=1", "CONNECTIONS=16")
-			mk(t, "report", "RUN="+run)
-			r := readReport(t, run)
-			if r.Mode != "max" || r.Generator != gen.name {
-				t.Errorf("report.json: mode %q generator %q, want max and %s", r.Mode, r.Generator, gen.name)
-			}
-			for _, ph := range r.Phases {
-				if v := ph.Figures["rps"]; v == nil || *v <= 0 {
-					t.Errorf("%s: rps = %v", ph.Name, v)
-				}
-				if v := ph.Figures["app_requests"]; v == nil || *v <= 0 {
-					t.Errorf("%s: app_requests = %v", ph.Name, v)
-				}
-			}
-			t.Logf("%s", mustRead(t, lab.Path(t, "results", run, "report.md")))
-		})
+// maxRun runs make max with one generator and checks its report's shape.
+func maxRun(t *testing.T, run, gen, paths, rounds, duration string) {
+	mk(t, "max", "TESTID="+run, "GENERATOR="+gen, "PATHS="+paths, "ROUNDS="+rounds,
+		"DURATION="+duration, "WARMUP=1", "CONNECTIONS=16")
+	mk(t, "report", "RUN="+run)
+	r := readReport(t, run)
+	if r.Mode != "max" || r.Generator != gen {
+		t.Errorf("report.json: mode %q generator %q, want max and %s", r.Mode, r.Generator, gen)
 	}
+	for _, ph := range r.Phases {
+		if v := ph.Figures["rps"]; v == nil || *v <= 0 {
+			t.Errorf("%s: rps = %v", ph.Name, v)
+		}
+		if v := ph.Figures["app_requests"]; v == nil || *v <= 0 {
+			t.Errorf("%s: app_requests = %v", ph.Name, v)
+		}
+	}
+	t.Logf("%s", mustRead(t, lab.Path(t, "results", run, "report.md")))
+}
 
-	t.Run("app killed under load: JSON 502s, then back by the restart policy", func(t *testing.T) {
-		killUnderLoad(t, prom, nginx, testid+"-kill")
-	})
-
-	t.Run("nginx and Prometheus restarted under load: the app is unaffected", func(t *testing.T) {
-		restartUnderLoad(t, prom, nginx, testid+"-restart")
-	})
-	t.Run("overload at 10x RATE: no crash, no hang, memory under the limits", func(t *testing.T) {
-		overload(t, prom, nginx, testid+"-overload")
-	})
-	t.Run("make contract: the lab's app and the minimal app keep it", checkContracts)
-	t.Run("the lab on the minimal app: make load works", func(t *testing.T) {
-		swapApp(t, prom, nginx, minimalImage, testid+"-swap")
-	})
-	step(t, "make up: back to the lab's app", func() { mk(t, "up") })
-
+// staleSocket kills the app (docker kill: its socket stays in the volume, as
+// after a crash), then make down and make up: the app starts over the stale
+// socket and Prometheus still has what it stored before the down.
+func staleSocket(t *testing.T, prom, nginx string) {
 	step(t, "docker kill app, leaving its socket behind", func() {
 		id := strings.TrimSpace(run(t, "docker", "compose", "ps", "-q", "app"))
 		run(t, "docker", "kill", id)
-		// The socket file is still in the volume: what a crash leaves.
 		run(t, "docker", "compose", "exec", "-T", "nginx", "test", "-S", "/sock/app.sock")
 	})
 	stored := time.Now()
@@ -281,7 +297,7 @@ func checkPanels(t *testing.T, prom, testid string, from time.Time) {
 		"testid": testid, "path": ".*", "__rate_interval": "30s", "__interval": "15s",
 		"__range": fmt.Sprintf("%ds", int(to.Sub(from).Seconds())+1),
 	}
-	live, parsedOnly := map[string]bool{}, map[string]bool{}
+	live, parsedOnly, byEvent := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, q := range lab.PanelQueries(t) {
 		expr := lab.Substitute(q.Expr, vars)
 		names, err := lab.MetricNames(expr)
@@ -293,6 +309,12 @@ func checkPanels(t *testing.T, prom, testid string, from time.Time) {
 			parsedOnly[q.String()] = true
 			continue
 		}
+		// "A or 0" has data whatever A has: proven where an event makes A
+		// non-zero (errors in kill, dropped iterations in overload), not here.
+		if zero, _ := lab.ZeroFallback(expr); zero {
+			byEvent[q.String()] = true
+			continue
+		}
 		if n := samples(t, prom, expr, from, to); n == 0 {
 			t.Errorf("%s: no data for %s", q, expr)
 			continue
@@ -302,6 +324,11 @@ func checkPanels(t *testing.T, prom, testid string, from time.Time) {
 	for p := range parsedOnly {
 		delete(live, p) // a panel with any cAdvisor query is not proven live
 	}
+	for p := range byEvent {
+		delete(live, p)
+	}
+	t.Logf("panels with an \"or 0\" fallback, proven by the kill and overload scenarios (%d):\n  %s",
+		len(byEvent), strings.Join(sorted(byEvent), "\n  "))
 	t.Logf("panels proven with live data (%d):\n  %s", len(live), strings.Join(sorted(live), "\n  "))
 	t.Logf("panels with cAdvisor queries, parsed and checked against cAdvisor's documented metrics only (%d):\n  %s",
 		len(parsedOnly), strings.Join(sorted(parsedOnly), "\n  "))
@@ -318,6 +345,36 @@ func samples(t *testing.T, prom, query string, from, to time.Time) int {
 		n += len(s.Values)
 	}
 	return n
+}
+
+// fallbackPeaks runs the "A or 0" queries of one panel (by dashboard and
+// title) over a time range, with the variables set to this run, and returns
+// each one's largest value: above 0 only where A itself had data.
+func fallbackPeaks(t *testing.T, prom, dashboard, title, testid string, from, to time.Time) map[string]float64 {
+	t.Helper()
+	vars := map[string]string{"testid": testid, "path": ".*", "__rate_interval": "30s", "__interval": "15s"}
+	peaks := map[string]float64{}
+	for _, q := range lab.PanelQueries(t) {
+		expr := lab.Substitute(q.Expr, vars)
+		if zero, _ := lab.ZeroFallback(expr); q.Dashboard != dashboard || q.Panel != title || !zero {
+			continue
+		}
+		peaks[expr] = 0
+		for _, s := range promAPI(t, prom, "query_range", url.Values{
+			"query": {expr}, "step": {"5"}, "start": {fmt.Sprint(from.Unix())}, "end": {fmt.Sprint(to.Unix())},
+		}) {
+			for _, v := range s.Values {
+				if pair, _ := v.([]any); len(pair) == 2 {
+					f, _ := strconv.ParseFloat(fmt.Sprint(pair[1]), 64)
+					peaks[expr] = max(peaks[expr], f)
+				}
+			}
+		}
+	}
+	if len(peaks) == 0 {
+		t.Fatalf("no \"or 0\" query in panel %q of %s", title, dashboard)
+	}
+	return peaks
 }
 
 // series is one result of Prometheus's query API: a sample or a range.
@@ -441,7 +498,8 @@ func killUnderLoad(t *testing.T, prom, nginx, testid string) {
 	if err := load.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(12 * time.Second) // k6 starting, then a few seconds of load
+	started := time.Now()
+	waitForLoad(t, prom, testid)
 	id := strings.TrimSpace(run(t, "docker", "compose", "ps", "-q", "app"))
 	pid := strings.TrimSpace(run(t, "docker", "inspect", "-f", "{{.State.Pid}}", id))
 	killed := time.Now()
@@ -466,7 +524,8 @@ func killUnderLoad(t *testing.T, prom, nginx, testid string) {
 				ok++
 			case http.StatusBadGateway:
 				saw502 = true
-				if !strings.Contains(string(body), `"error"`) {
+				// The README's troubleshooting entry names this answer.
+				if !strings.Contains(string(body), `{"error":"the app is not answering on this path (down or restarting)"}`) {
 					t.Errorf("502 body during the outage is not nginx's JSON error: %q", body)
 				}
 			}
@@ -482,9 +541,21 @@ func killUnderLoad(t *testing.T, prom, nginx, testid string) {
 		t.Errorf("every path served again %.1f s after the kill, want < 10 s", recovered.Seconds())
 	}
 	restarts := strings.TrimSpace(run(t, "docker", "inspect", "-f", "{{.RestartCount}}", id))
-	time.Sleep(11 * time.Second) // k6's last push and a scrape
+	total := pushed(t, prom, testid)
 	failed := vector(t, prom, fmt.Sprintf(`sum(k6_http_reqs_total{testid=%q, expected_response="false"})`, testid), "")[""]
-	total := vector(t, prom, fmt.Sprintf(`sum(k6_http_reqs_total{testid=%q})`, testid), "")[""]
+	if !saw502 {
+		t.Errorf("no 502 during the outage: nginx should answer its JSON 502 while the app is down")
+	}
+	// The errors panel shows the outage: k6's failures and nginx's 5xx, both
+	// non-zero (its "or 0" fallback would show a line either way).
+	waitFor(t, "the errors panel showing the outage", 30*time.Second, func() error {
+		for expr, peak := range fallbackPeaks(t, prom, "paths.json", "Errors per path", testid, started, time.Now()) {
+			if peak <= 0 {
+				return fmt.Errorf("%s: peak %v, want > 0 after the kill", expr, peak)
+			}
+		}
+		return nil
+	})
 	t.Logf("app killed under 50 req/s: every path served again after %.2f s (restarts: %s, saw a 502: %v); "+
 		"k6: %v of %v requests failed", recovered.Seconds(), restarts, saw502, failed, total)
 	if restarts == "0" {
@@ -493,6 +564,45 @@ func killUnderLoad(t *testing.T, prom, nginx, testid string) {
 	if total == 0 {
 		t.Errorf("no k6 results for %s:\n%s", testid, out.String())
 	}
+}
+
+// waitForLoad waits until k6 has pushed requests of run testid to Prometheus
+// (it pushes every 5 s): the load is under way.
+func waitForLoad(t *testing.T, prom, testid string) {
+	t.Helper()
+	waitFor(t, "k6 pushing "+testid, 60*time.Second, func() error {
+		if v, _ := scalar(t, prom, fmt.Sprintf(`sum(k6_http_reqs_total{testid=%q})`, testid)); v <= 0 {
+			return fmt.Errorf("no k6 requests of %s in Prometheus yet", testid)
+		}
+		return nil
+	})
+}
+
+// scrapedAfter waits until Prometheus has scraped job after the moment when.
+func scrapedAfter(t *testing.T, prom, job string, when time.Time) {
+	t.Helper()
+	waitFor(t, "a scrape of "+job+" after "+when.Format("15:04:05"), 30*time.Second, func() error {
+		if ts, ok := scalar(t, prom, fmt.Sprintf(`max(timestamp(up{job=%q}))`, job)); !ok || ts <= float64(when.Unix()) {
+			return fmt.Errorf("last scrape of %s at %v", job, ts)
+		}
+		return nil
+	})
+}
+
+// pushed waits until Prometheus holds all the requests of run testid that
+// k6's load.json counts (its last push comes as it exits), and returns them.
+func pushed(t *testing.T, prom, testid string) float64 {
+	t.Helper()
+	requests, _, _ := phases(t, testid)
+	var total float64
+	waitFor(t, "k6's last push of "+testid, 30*time.Second, func() error {
+		total, _ = scalar(t, prom, fmt.Sprintf(`sum(k6_http_reqs_total{testid=%q})`, testid))
+		if requests == 0 || total != requests {
+			return fmt.Errorf("Prometheus has %v of k6's %v requests", total, requests)
+		}
+		return nil
+	})
+	return total
 }
 
 // report is what the e2e test reads of report.json.

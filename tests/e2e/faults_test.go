@@ -113,7 +113,7 @@ func restartUnderLoad(t *testing.T, prom, nginx, testid string) {
 	before := appCounters(t, prom).requests
 	wait := background(t, 3*time.Minute, "TESTID="+testid, "SCENARIO=ping", "PATHS=tcp,uds",
 		"RATE=50", "DURATION=15", "ROUNDS=1", "WARMUP=0")
-	time.Sleep(10 * time.Second) // k6 starting, then a few seconds of load
+	waitForLoad(t, prom, testid)
 	marked := time.Now()
 
 	// Each outage counts from the restart command to serving again.
@@ -233,6 +233,20 @@ func overload(t *testing.T, prom, nginx, testid string) {
 		}
 		return nil
 	})
+	// The load dashboard's dropped-iterations series shows what k6 dropped
+	// (its "or 0" fallback would draw a line either way).
+	if dropped > 0 {
+		waitFor(t, "the dropped-iterations panel showing k6's drops", 30*time.Second, func() error {
+			for expr, peak := range fallbackPeaks(t, prom, "load.json", "Requests/s per path vs iterations dropped (k6 only)", testid, start, time.Now()) {
+				if peak <= 0 {
+					return fmt.Errorf("%s: peak %v, want > 0: k6 dropped %v iterations", expr, peak, dropped)
+				}
+			}
+			return nil
+		})
+	} else {
+		t.Logf("k6 dropped no iteration at 10x RATE: the dropped-iterations panel is not proven by this run")
+	}
 	for s := range statuses {
 		if s != "200" && s != "0" && !strings.HasPrefix(s, "5") {
 			t.Errorf("status %s under overload: want 200, 5xx or 0 (timeout)", s)

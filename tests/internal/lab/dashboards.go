@@ -126,3 +126,50 @@ func UsesCAdvisor(names []string) bool {
 	}
 	return false
 }
+
+// ZeroFallback tells whether expr is `A or <zero>` at its top, where the zero
+// side (`vector(0)`, or anything multiplied by 0) always has data: such a
+// query returns data whether A has any or not, so "it returns data" proves
+// nothing about A. Their panels are proven by an event that makes A non-zero.
+func ZeroFallback(expr string) (bool, error) {
+	e, err := parser.ParseExpr(expr)
+	if err != nil {
+		return false, err
+	}
+	return zeroFallback(e), nil
+}
+
+func zeroFallback(e parser.Expr) bool {
+	switch n := e.(type) {
+	case *parser.ParenExpr:
+		return zeroFallback(n.Expr)
+	case *parser.BinaryExpr:
+		if n.Op == parser.LOR {
+			return isZero(n.RHS) || isZero(n.LHS) || zeroFallback(n.LHS) || zeroFallback(n.RHS)
+		}
+	}
+	return false
+}
+
+// isZero: vector(0), or an expression times the number 0.
+func isZero(e parser.Expr) bool {
+	switch n := e.(type) {
+	case *parser.ParenExpr:
+		return isZero(n.Expr)
+	case *parser.Call:
+		if n.Func.Name == "vector" && len(n.Args) == 1 {
+			if num, ok := n.Args[0].(*parser.NumberLiteral); ok && num.Val == 0 {
+				return true
+			}
+		}
+	case *parser.BinaryExpr:
+		if n.Op == parser.MUL {
+			for _, side := range []parser.Expr{n.LHS, n.RHS} {
+				if num, ok := side.(*parser.NumberLiteral); ok && num.Val == 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
