@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 )
 
 // Panel is one panel of a provisioned dashboard.
@@ -44,14 +45,22 @@ func AppMetrics(expr string) []string {
 	return names
 }
 
-// Load reads the dashboards (*.json in dir) and maps each app metric to the
-// panels that query it.
-func Load(dir string) (map[string][]Panel, error) {
+// Query is one query of a provisioned dashboard: a panel's target, or an
+// annotation's (Panel is then "annotation <name>").
+type Query struct {
+	File      string // the dashboard's file name, e.g. paths.json
+	Dashboard string // its title
+	Panel     string
+	Expr      string
+}
+
+// Queries reads every panel and annotation query of the dashboards (*.json in dir).
+func Queries(dir string) ([]Query, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no dashboards in %s", dir)
 	}
-	uses := map[string][]Panel{}
+	var out []Query
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -65,19 +74,50 @@ func Load(dir string) (map[string][]Panel, error) {
 					Expr string `json:"expr"`
 				} `json:"targets"`
 			} `json:"panels"`
+			Annotations struct {
+				List []struct {
+					Name string `json:"name"`
+					Expr string `json:"expr"`
+				} `json:"list"`
+			} `json:"annotations"`
 		}
 		if err := json.Unmarshal(b, &d); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
+		file := filepath.Base(f)
+		for _, a := range d.Annotations.List {
+			out = append(out, Query{file, d.Title, "annotation " + a.Name, a.Expr})
+		}
 		for _, p := range d.Panels {
-			seen := map[string]bool{}
 			for _, t := range p.Targets {
-				for _, m := range AppMetrics(t.Expr) {
-					if !seen[m] {
-						seen[m] = true
-						uses[m] = append(uses[m], Panel{d.Title, p.Title})
-					}
-				}
+				out = append(out, Query{file, d.Title, p.Title, t.Expr})
+			}
+		}
+	}
+	return out, nil
+}
+
+// Load reads the dashboards (*.json in dir) and maps each app metric to the
+// panels that query it.
+func Load(dir string) (map[string][]Panel, error) {
+	queries, err := Queries(dir)
+	if err != nil {
+		return nil, err
+	}
+	uses := map[string][]Panel{}
+	seen := map[Panel]map[string]bool{}
+	for _, q := range queries {
+		if strings.HasPrefix(q.Panel, "annotation ") {
+			continue // an annotation is no panel left empty
+		}
+		p := Panel{q.Dashboard, q.Panel}
+		if seen[p] == nil {
+			seen[p] = map[string]bool{}
+		}
+		for _, m := range AppMetrics(q.Expr) {
+			if !seen[p][m] {
+				seen[p][m] = true
+				uses[m] = append(uses[m], p)
 			}
 		}
 	}

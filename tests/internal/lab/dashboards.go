@@ -1,15 +1,14 @@
 package lab
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"uds-lab/contract/panels"
 )
 
 // PanelQuery is one query of one panel of a provisioned dashboard.
@@ -21,45 +20,17 @@ type PanelQuery struct {
 
 func (q PanelQuery) String() string { return fmt.Sprintf("%s / %q", q.Dashboard, q.Panel) }
 
-// PanelQueries reads every panel query of grafana/dashboards/*.json.
+// PanelQueries reads every panel and annotation query of
+// grafana/dashboards/*.json (as the contract checker reads them).
 func PanelQueries(t testing.TB) []PanelQuery {
 	t.Helper()
-	files, _ := filepath.Glob(Path(t, "grafana", "dashboards", "*.json"))
-	if len(files) == 0 {
-		t.Fatal("no dashboards in grafana/dashboards")
+	qs, err := panels.Queries(Path(t, "grafana", "dashboards"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	var out []PanelQuery
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var d struct {
-			Panels []struct {
-				Title   string `json:"title"`
-				Targets []struct {
-					Expr string `json:"expr"`
-				} `json:"targets"`
-			} `json:"panels"`
-			Annotations struct {
-				List []struct {
-					Name string `json:"name"`
-					Expr string `json:"expr"`
-				} `json:"list"`
-			} `json:"annotations"`
-		}
-		if err := json.Unmarshal(b, &d); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		// Annotation queries are checked like panels'.
-		for _, a := range d.Annotations.List {
-			out = append(out, PanelQuery{filepath.Base(f), "annotation " + a.Name, a.Expr})
-		}
-		for _, p := range d.Panels {
-			for _, tg := range p.Targets {
-				out = append(out, PanelQuery{filepath.Base(f), p.Title, tg.Expr})
-			}
-		}
+	out := make([]PanelQuery, len(qs))
+	for i, q := range qs {
+		out[i] = PanelQuery{q.File, q.Panel, q.Expr}
 	}
 	return out
 }
