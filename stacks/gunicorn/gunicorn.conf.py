@@ -1,0 +1,65 @@
+"""gunicorn's settings for uds-lab, from the lab's APP_* settings.
+
+One gunicorn process, two binds: TCP (APP_TCP_ADDR) and the Unix socket
+(APP_UNIX_SOCKET). A bad value stops gunicorn with a message naming it.
+"""
+
+import os
+import sys
+
+
+def setting(name, default):
+    return os.environ.get(name) or default
+
+
+def fail(msg):
+    print(f"gunicorn stack: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+_tcp = setting("APP_TCP_ADDR", ":8080")
+_host, _, _port = _tcp.rpartition(":")
+if not _port.isdigit() or not 0 < int(_port) < 65536:
+    fail(f'APP_TCP_ADDR="{_tcp}": must be host:port or :port')
+_socket = setting("APP_UNIX_SOCKET", "/sock/app.sock")
+bind = [f"{_host or '0.0.0.0'}:{_port}", f"unix:{_socket}"]
+
+# The socket file's mode is its access control. gunicorn sets the umask around
+# bind() of a Unix socket (sock.py), so the socket is born with this mode;
+# its group is the process's (in compose APP_GID, nginx workers' group).
+_mode = setting("APP_SOCKET_MODE", "0660")
+try:
+    _bits = int(_mode, 8)
+except ValueError:
+    fail(f'APP_SOCKET_MODE="{_mode}": must be an octal mode such as 0660')
+if _bits > 0o777 or _bits & 0o002:
+    fail(f'APP_SOCKET_MODE="{_mode}": must be at most 0777 and not writable by others (any local user could use the app)')
+umask = 0o777 & ~_bits
+# gunicorn chowns the socket to its group setting (the process's by default);
+# as a non-root user it may only name a group it belongs to.
+_gid = os.environ.get("APP_SOCKET_GID")
+if _gid:
+    if not _gid.isdigit():
+        fail(f'APP_SOCKET_GID="{_gid}": must be a numeric group id')
+    group = int(_gid)
+
+# Sync workers (gunicorn's default) answer one request per connection and
+# close it ("Connection: close"), so nginx's pooled paths open a connection
+# per request too; GUNICORN_WORKER_CLASS=gthread keeps connections open.
+worker_class = setting("GUNICORN_WORKER_CLASS", "sync")
+workers = int(setting("GUNICORN_WORKERS", "4"))
+threads = int(setting("GUNICORN_THREADS", "1"))
+# Idle connections outlive nginx's (keepalive_timeout 60s) so nginx never
+# sends on one gunicorn has just closed (gthread and async workers).
+keepalive = 120
+# The longest request (/sleep/10000) fits; SIGTERM drains within this.
+timeout = 30
+graceful_timeout = 15
+# Workers share the payload built at import.
+preload_app = True
+# app.py beside this file.
+chdir = os.path.dirname(os.path.abspath(__file__))
+wsgi_app = "app:application"
+# No access log: it would cost every request its own write.
+accesslog = None
+errorlog = "-"
