@@ -60,6 +60,10 @@ preload_app = True
 # app.py beside this file.
 chdir = os.path.dirname(os.path.abspath(__file__))
 wsgi_app = "app:application"
+# No control socket (gunicorn 25.1+, for gunicornc): it would go to
+# $HOME/.gunicorn, unwritable under a read-only root. Older versions ignore
+# the setting.
+control_socket_disable = True
 # No access log: it would cost every request its own write.
 accesslog = None
 errorlog = "-"
