@@ -280,6 +280,35 @@ func testStack(t *testing.T, cat lab.Catalogue, sc stackCase) {
 		checkRoutes(t, cat, stack, base)
 	}
 
+	// A burst on the pooled paths leaves the app able to take new connections:
+	// PHP-FPM gives each connection nginx keeps a child, so with as many idle
+	// pooled connections as children (NGINX_UPSTREAM_KEEPALIVE too high for
+	// PHP_FPM_CHILDREN) the new-connection paths would wait for a child that
+	// never comes free (here: no answer at all, until nginx's 30 s timeout).
+	t.Run("new connections after a burst on the pooled paths", func(t *testing.T) {
+		quick := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+		errs := make(chan error, 16)
+		for i := 0; i < 16; i++ {
+			go func() {
+				var err error
+				for j := 0; j < 10 && err == nil; j++ {
+					_, err = get(quick, urls["nginx"]+[]string{"/tcp-ka", "/uds-ka"}[i%2]+"/sleep/10")
+				}
+				errs <- err
+			}()
+		}
+		for i := 0; i < 16; i++ {
+			if err := <-errs; err != nil {
+				t.Fatalf("16 clients on /tcp-ka/ and /uds-ka/: %v", err)
+			}
+		}
+		for _, path := range []string{"/tcp", "/uds"} {
+			if _, err := get(quick, urls["nginx"]+path+"/ping"); err != nil {
+				t.Errorf("%s/ping after the burst: %v", path, err)
+			}
+		}
+	})
+
 	// A graceful stop, after nginx's as compose stops them (nginx depends on
 	// the app): the stack exits 0 and removes its socket. (With nginx still
 	// holding pooled connections PHP-FPM waits process_control_timeout for
