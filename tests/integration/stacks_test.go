@@ -478,3 +478,65 @@ func startAs(t *testing.T, name string, env []string, cred *syscall.Credential, 
 	})
 	return cmd
 }
+
+// nginx's healthcheck (nginx/healthcheck.sh) with the lab's Go app: it passes
+// on both nginx, reaching the app's two listeners (its /healthz counted on
+// each), leaves no access-log line (it is no path), and fails naming the
+// listener once the app is gone.
+func TestNginxHealthcheck(t *testing.T) {
+	s := startStack(t)
+	scraper := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	healthz := func() map[string]float64 {
+		mf, err := lab.Metrics(scraper, s.appTCP+"/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, l := range []string{"tcp", "unix"} {
+			out[l], _ = lab.Value(mf, "app_http_requests_total", map[string]string{"listener": l, "route": "/healthz", "code": "200"})
+		}
+		return out
+	}
+	logged := func() float64 {
+		mf, err := lab.Metrics(scraper, s.logExp+"/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum float64
+		if f := mf["nginx_location_requests_total"]; f != nil {
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+		return sum
+	}
+	health := func(url string) (string, error) {
+		cmd := exec.Command("sh", lab.Path(t, "nginx", "healthcheck.sh"))
+		cmd.Env = append(os.Environ(), "NGINX_LISTEN_PORT="+url[strings.LastIndex(url, ":")+1:])
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	before, linesBefore := healthz(), logged()
+	for name, url := range s.urls {
+		if out, err := health(url); err != nil {
+			t.Errorf("%s's healthcheck with the app up: %v: %s", name, err, out)
+		}
+	}
+	after := healthz()
+	for _, l := range []string{"tcp", "unix"} {
+		if d := after[l] - before[l]; d != float64(len(s.urls)) {
+			t.Errorf("the app's %s listener answered %v /healthz for %d healthchecks, want one each", l, d, len(s.urls))
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the access log is UDP
+	if d := logged() - linesBefore; d != 0 {
+		t.Errorf("the healthchecks left %v access-log lines, want none", d)
+	}
+	if err := s.app.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = s.app.Process.Wait()
+	if out, err := health(s.nginxURL); err == nil || !strings.Contains(out, "tcp listener") {
+		t.Errorf("nginx's healthcheck with the app down: %v %q, want a failure naming the tcp listener", err, out)
+	}
+}
