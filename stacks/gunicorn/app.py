@@ -85,9 +85,9 @@ def cpu(raw):
 
 ROUTES = [
     (re.compile(r"/ping\Z"), ping),
-    (re.compile(r"/bytes/([^/]*)\Z"), get_bytes),
-    (re.compile(r"/sleep/([^/]*)\Z"), sleep),
-    (re.compile(r"/cpu/([^/]*)\Z"), cpu),
+    (re.compile(r"/bytes/([^/]+)\Z"), get_bytes),
+    (re.compile(r"/sleep/([^/]+)\Z"), sleep),
+    (re.compile(r"/cpu/([^/]+)\Z"), cpu),
     (re.compile(r"/healthz\Z"), healthz),
     (re.compile(r"/readyz\Z"), readyz),
 ]

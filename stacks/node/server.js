@@ -80,18 +80,18 @@ const routes = [
   [/^\/ping$/, (req, res) => json(res, 200, { message: 'pong' })],
   [/^\/healthz$/, (req, res) => json(res, 200, { status: 'ok' })],
   [/^\/readyz$/, (req, res) => json(res, draining ? 503 : 200, { status: draining ? 'shutting down' : 'ready' })],
-  [/^\/bytes\/([^/]*)$/, (req, res, raw) => {
+  [/^\/bytes\/([^/]+)$/, (req, res, raw) => {
     const n = intParam('n', raw, 0, MAX_BYTES);
     res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': n });
     res.end(PAYLOAD.subarray(0, n));
   }],
-  [/^\/sleep\/([^/]*)$/, (req, res, raw) => {
+  [/^\/sleep\/([^/]+)$/, (req, res, raw) => {
     const ms = intParam('ms', raw, 0, MAX_SLEEP_MS);
     const timer = setTimeout(() => json(res, 200, { slept_ms: ms }), ms);
     // The client has gone: nobody reads the answer.
     res.on('close', () => clearTimeout(timer));
   }],
-  [/^\/cpu\/([^/]*)$/, (req, res, raw) => {
+  [/^\/cpu\/([^/]+)$/, (req, res, raw) => {
     const n = intParam('iterations', raw, 1, MAX_CPU_ITERATIONS);
     let state = Buffer.alloc(32);
     for (let i = 0; i < n; i++) state = crypto.createHash('sha256').update(state).digest();

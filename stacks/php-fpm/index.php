@@ -57,9 +57,9 @@ $method = $_SERVER['REQUEST_METHOD'] ?? 'GET';
 $path = $_SERVER['PATH_INFO'] ?? '/';
 $routes = [
     '#^/ping$#' => 'ping',
-    '#^/bytes/([^/]*)$#' => 'bytes',
-    '#^/sleep/([^/]*)$#' => 'sleep',
-    '#^/cpu/([^/]*)$#' => 'cpu',
+    '#^/bytes/([^/]+)$#' => 'bytes',
+    '#^/sleep/([^/]+)$#' => 'sleep',
+    '#^/cpu/([^/]+)$#' => 'cpu',
     '#^/healthz$#' => 'healthz',
     '#^/readyz$#' => 'readyz',
 ];

@@ -364,9 +364,12 @@ func TestLocations(t *testing.T) {
 
 func TestRoutesThroughEachPath(t *testing.T) {
 	s := startStack(t)
-	for path, p := range lab.ReadCatalogue(t).Paths {
+	cat := lab.ReadCatalogue(t)
+	for path, p := range cat.Paths {
 		t.Run(path, func(t *testing.T) {
 			base := s.urls[p.Nginx] + "/" + path
+			// What the reference stacks are held to (stacks_test.go).
+			checkRoutes(t, cat, cat.Stacks["go"], base)
 			body, err := get(http.DefaultClient, base+"/bytes/1000")
 			if err != nil || len(body) != 1000 {
 				t.Fatalf("/bytes/1000: %d bytes, %v", len(body), err)

@@ -336,7 +336,8 @@ func testStack(t *testing.T, cat lab.Catalogue, sc stackCase) {
 }
 
 // checkRoutes asks a path for each route: the Go app's answers and JSON errors,
-// and a 404 for each workload the catalogue says the stack lacks.
+// and a 404 for each workload the catalogue says the stack lacks. The Go app
+// passes it too (TestRoutesThroughEachPath), so the stacks answer as it does.
 func checkRoutes(t *testing.T, cat lab.Catalogue, stack lab.Stack, base string) {
 	t.Helper()
 	body, err := get(http.DefaultClient, base+"/bytes/1000")
@@ -371,6 +372,9 @@ func checkRoutes(t *testing.T, cat lab.Catalogue, stack lab.Stack, base string) 
 	wantJSONError(t, base+"/sleep/10001", http.StatusBadRequest)
 	wantJSONError(t, base+"/cpu/0", http.StatusBadRequest)
 	wantJSONError(t, base+"/no-such-route", http.StatusNotFound)
+	// Exact routes, as gin's: no empty parameter, no trailing slash.
+	wantJSONError(t, base+"/bytes/", http.StatusNotFound)
+	wantJSONError(t, base+"/ping/", http.StatusNotFound)
 	for _, w := range stack.Lacks {
 		wantJSONError(t, base+cat.Workloads[w].Route, http.StatusNotFound)
 	}
