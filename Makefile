@@ -84,17 +84,22 @@ max: ## Find each path's throughput limit (GENERATOR=k6 or wrk, CONNECTIONS, DUR
 		TESTID=$(TESTID) MODE=max $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6; \
 	else echo "GENERATOR=$(call env,GENERATOR): must be k6 or wrk" >&2; exit 2; fi
 
+# A benchmark of the lab itself, not of the paths: see loadgen/overhead.sh.
+.PHONY: overhead
+overhead: ## What observing costs each path: the full lab against nginx + app alone, and Gin against a minimal app (OVERHEAD_ROUNDS, OVERHEAD_SETUPS)
+	COMPOSE="$(COMPOSE)" TESTID=overhead-$(TESTID) loadgen/overhead.sh
+
 .PHONY: report
 report: ## Write results/<run>/report.md, report.json and charts for the last run (RUN=<testid> for another)
 	@$(COMPOSE) --profile report build report >/dev/null
 	$(COMPOSE) --profile report run --rm --user "$$(id -u):$$(id -g)" report --run "$(or $(RUN),$$(cat results/last))"
 
 .PHONY: contract
-contract: ## Check an app image against the contract (APP_IMAGE=<image>; default: the lab's app) and print a table
+contract: ## Check an app image against the contract (APP_IMAGE=<image>, default the lab's app; ENDPOINT=<a route of it>) and print the tables
 	@if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app; \
 	else docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE"; fi
 	$(COMPOSE) --profile contract build contract
-	CONTRACT_PROJECT=$(call env,COMPOSE_PROJECT_NAME)-contract COMPOSE="$(COMPOSE)" python3 scripts/contract.py
+	CONTRACT_PROJECT=$(call env,COMPOSE_PROJECT_NAME)-contract COMPOSE="$(COMPOSE)" python3 contract/contract.py
 
 .PHONY: down
 down: ## Stop the lab; Prometheus and Grafana data are kept
@@ -115,8 +120,8 @@ logs: ## Follow the lab's logs
 
 ##@ Development
 
-# The Go modules under services/ (each its own image).
-GO_SERVICES := services/app services/nginx-log-exporter services/contract services/minimal-app
+# The Go modules (each its own image).
+GO_SERVICES := services/app services/nginx-log-exporter contract/checker contract/minimal-app
 
 .PHONY: deps
 deps: ## Install the test tools that are missing (nginx, envsubst, promtool)
@@ -124,7 +129,7 @@ deps: ## Install the test tools that are missing (nginx, envsubst, promtool)
 
 .PHONY: check
 check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, dashboards
-	@test -z "$$(gofmt -l services tests)" || { gofmt -l services tests; echo "gofmt: files above need formatting"; exit 1; }
+	@test -z "$$(gofmt -l services contract tests)" || { gofmt -l services contract tests; echo "gofmt: files above need formatting"; exit 1; }
 	for m in $(GO_SERVICES) tests; do (cd $$m && go vet ./...); done
 	cd tests && go test -count=1 ./static/...
 
@@ -132,7 +137,7 @@ check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, d
 test: check $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Python, make doctor), a short fuzz, nginx + app integration
 	for m in $(GO_SERVICES); do (cd $$m && go test -count=1 -race ./...); done
 	$(MAKE) fuzz
-	$(VENV)/bin/python -m pytest -q report scripts
+	$(VENV)/bin/python -m pytest -q report scripts loadgen contract
 	cd tests && go test -count=1 ./doctor/...
 	cd tests && go test -count=1 ./integration/...
 

@@ -37,4 +37,4 @@ require (
 	uds-lab/contract v0.0.0
 )
 
-replace uds-lab/contract => ../services/contract
+replace uds-lab/contract => ../contract/checker

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -32,7 +34,7 @@ func TestLoadConfigValues(t *testing.T) {
 	cfg, err := loadConfig(envFunc(map[string]string{
 		"APP_TCP_ADDR":           "127.0.0.1:9000",
 		"APP_UNIX_SOCKET":        "/run/x.sock",
-		"APP_SOCKET_MODE":        "0600",
+		"APP_SOCKET_MODE":        "0770",
 		"APP_SOCKET_GID":         "101",
 		"APP_SHUTDOWN_TIMEOUT":   "1500ms",
 		"APP_DOWNLOAD_FILE":      "/data/f",
@@ -45,7 +47,7 @@ func TestLoadConfigValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.TCPAddr != "127.0.0.1:9000" || cfg.UnixSocket != "/run/x.sock" || cfg.SocketMode != 0o600 ||
+	if cfg.TCPAddr != "127.0.0.1:9000" || cfg.UnixSocket != "/run/x.sock" || cfg.SocketMode != 0o770 ||
 		cfg.SocketGID != 101 || cfg.ShutdownTimeout != 1500*time.Millisecond || cfg.DownloadFile != "/data/f" ||
 		cfg.DownloadSize != 0 || cfg.CPUMaxIterations != 5 ||
 		cfg.CPU != (CPULimits{Concurrency: 3, Queue: 0, QueueTimeout: 250 * time.Millisecond}) {
@@ -61,14 +63,18 @@ func TestLoadConfigRejectsBadValues(t *testing.T) {
 		{"APP_TCP_ADDR", ":http-alt", ""},
 		{"APP_TCP_ADDR", ":70000", ""},
 		{"APP_UNIX_SOCKET", "/" + strings.Repeat("a", 120), "limit"},
-		{"APP_SOCKET_MODE", "0777", "must not be writable by others"},
-		{"APP_SOCKET_MODE", "0666", "must not be writable by others"},
-		{"APP_SOCKET_MODE", "0662", "must not be writable by others"},
+		{"APP_SOCKET_MODE", "0777", "must give others nothing"},
+		{"APP_SOCKET_MODE", "0666", "must give others nothing"},
+		{"APP_SOCKET_MODE", "0662", "must give others nothing"},
+		{"APP_SOCKET_MODE", "0664", "must give others nothing"},
+		{"APP_SOCKET_MODE", "0600", "group read and write"},
+		{"APP_SOCKET_MODE", "0640", "group read and write"},
 		{"APP_SOCKET_MODE", "abc", "octal"},
 		{"APP_SOCKET_MODE", "0689", "octal"},
 		{"APP_SOCKET_MODE", "01777", "beyond 0777"},
 		{"APP_SOCKET_MODE", "02660", "beyond 0777"},
 		{"APP_SOCKET_MODE", "0460", "owner"},
+		{"APP_SOCKET_MODE", "0260", "owner"},
 		{"APP_SOCKET_MODE", "-660", ""},
 		{"APP_SOCKET_GID", "nginx", ""},
 		{"APP_SOCKET_GID", "-1", ""},
@@ -104,7 +110,7 @@ func TestLoadConfigRejectsBadValues(t *testing.T) {
 
 func TestSocketModeMessageExample(t *testing.T) {
 	_, err := loadConfig(envFunc(map[string]string{"APP_SOCKET_MODE": "0777"}))
-	if err == nil || !strings.HasPrefix(err.Error(), `APP_SOCKET_MODE="0777": must not be writable by others`) {
+	if err == nil || !strings.HasPrefix(err.Error(), `APP_SOCKET_MODE="0777": must give others nothing`) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -124,5 +130,28 @@ func TestLoopbackAddr(t *testing.T) {
 	}
 	if _, err := loopbackAddr("127.0.0.1:0"); err == nil {
 		t.Error("port 0 accepted")
+	}
+}
+
+// TestSocketModeSharedCases: APP_SOCKET_MODE keeps the one rule, tested
+// against the same modes as the checker, the minimal app and tests/static.
+func TestSocketModeSharedCases(t *testing.T) {
+	b, err := os.ReadFile("../../contract/socket-modes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct{ Keep, Break []string }
+	if err := json.Unmarshal(b, &c); err != nil || len(c.Keep) == 0 || len(c.Break) == 0 {
+		t.Fatalf("socket-modes.json: %+v, %v", c, err)
+	}
+	for _, s := range c.Keep {
+		if _, err := loadConfig(envFunc(map[string]string{"APP_SOCKET_MODE": s})); err != nil {
+			t.Errorf("%s refused: %v", s, err)
+		}
+	}
+	for _, s := range c.Break {
+		if _, err := loadConfig(envFunc(map[string]string{"APP_SOCKET_MODE": s})); err == nil {
+			t.Errorf("%s accepted", s)
+		}
 	}
 }

@@ -78,6 +78,7 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newSockstatCollector("/proc/net/sockstat"),
+		newRusageCollector(),
 	)
 	f := promauto.With(reg)
 	m := &Metrics{Registry: reg}

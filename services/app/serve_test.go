@@ -84,15 +84,15 @@ func TestRunServesEveryRouteOnBothListeners(t *testing.T) {
 func TestSocketModeAndGID(t *testing.T) {
 	dir := socketDir(t)
 	env := testEnv(dir)
-	env["APP_SOCKET_MODE"] = "0600"
+	env["APP_SOCKET_MODE"] = "0770"
 	env["APP_SOCKET_GID"] = strconv.Itoa(os.Getgid())
 	a := startApp(t, env)
 	st, err := os.Stat(a.sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Mode().Perm() != 0o600 {
-		t.Errorf("mode %v, want 0600", st.Mode().Perm())
+	if st.Mode().Perm() != 0o770 {
+		t.Errorf("mode %v, want 0770", st.Mode().Perm())
 	}
 	if gid := fileGID(st); gid != os.Getgid() {
 		t.Errorf("gid %d, want %d", gid, os.Getgid())

@@ -11,7 +11,7 @@ import (
 	"uds-lab/tests/internal/lab"
 )
 
-// The reference app, built here from services/minimal-app as a user would
+// The reference app, built here from contract/minimal-app as a user would
 // build their own image.
 const minimalImage = "uds-lab-e2e/minimal-app:local"
 
@@ -67,7 +67,7 @@ func checkContracts(t *testing.T) {
 		}
 	}
 	step(t, "build "+minimalImage, func() {
-		run(t, "docker", "build", "-q", "--build-arg", "GO_IMAGE="+os.Getenv("GO_IMAGE"), "-t", minimalImage, "services/minimal-app")
+		run(t, "docker", "build", "-q", "--build-arg", "GO_IMAGE="+os.Getenv("GO_IMAGE"), "-t", minimalImage, "contract/minimal-app")
 	})
 	min := contract(t, minimalImage)
 	// It leaves out routes and metrics on purpose: the table must say so.

@@ -244,7 +244,7 @@ func walk(v any, fn func(key string, v any)) {
 }
 
 // make contract names the panels an app leaves empty by finding the app's
-// metrics in the dashboards with a pattern (services/contract/panels); it must
+// metrics in the dashboards with a pattern (contract/checker/panels); it must
 // find exactly what Prometheus's parser finds: app_* metrics, and any other
 // selected with job="app".
 func TestContractFindsAppMetrics(t *testing.T) {

@@ -1,11 +1,16 @@
 package static
 
 import (
+	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/compose-spec/compose-go/v2/types"
+
+	"uds-lab/contract/socketmode"
+	"uds-lab/tests/internal/lab"
 )
 
 // The hardening the lab promises, asserted on the rendered compose config so
@@ -65,9 +70,39 @@ func TestSocketVolume(t *testing.T) {
 	if c, n := *contract.Environment["CONTRACT_TCP"], *nginx.Environment["APP_TCP_UPSTREAM"]; c != n {
 		t.Errorf("contract checks %q, nginx proxies to %q", c, n)
 	}
-	mode := *app.Environment["APP_SOCKET_MODE"]
-	if mode == "" || strings.ContainsAny(mode[len(mode)-1:], "2367") {
-		t.Errorf("APP_SOCKET_MODE=%q: others must not have write access", mode)
+	if mode := *app.Environment["APP_SOCKET_MODE"]; checkSocketMode(mode) != nil {
+		t.Errorf("APP_SOCKET_MODE=%q: %v", mode, checkSocketMode(mode))
+	}
+}
+
+// checkSocketMode applies the lab's one rule for the socket mode, the
+// checker's own definition (contract/checker/socketmode).
+func checkSocketMode(mode string) error {
+	_, err := socketmode.Parse(mode)
+	return err
+}
+
+// TestSocketModeRule: the check above refuses every mode the rule refuses
+// (contract/socket-modes.json, shared with the app, the minimal app and the
+// checker), so a .env that opens the socket to others fails here.
+func TestSocketModeRule(t *testing.T) {
+	var c struct{ Keep, Break []string }
+	b, err := os.ReadFile(lab.Path(t, "contract", "socket-modes.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil || len(c.Keep) == 0 || len(c.Break) == 0 {
+		t.Fatalf("socket-modes.json: %+v, %v", c, err)
+	}
+	for _, m := range c.Keep {
+		if err := checkSocketMode(m); err != nil {
+			t.Errorf("%s: %v, want it kept", m, err)
+		}
+	}
+	for _, m := range c.Break {
+		if checkSocketMode(m) == nil {
+			t.Errorf("%s kept, want it refused", m)
+		}
 	}
 }
 

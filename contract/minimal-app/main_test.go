@@ -120,3 +120,34 @@ func TestListenUnix(t *testing.T) {
 		t.Errorf("after close: %v, want the socket gone", err)
 	}
 }
+
+// TestSocketModeSharedCases: APP_SOCKET_MODE keeps the lab's one rule, tested
+// against the same modes as the lab's app, the checker and tests/static.
+func TestSocketModeSharedCases(t *testing.T) {
+	b, err := os.ReadFile("../socket-modes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct{ Keep, Break []string }
+	if err := json.Unmarshal(b, &c); err != nil || len(c.Keep) == 0 || len(c.Break) == 0 {
+		t.Fatalf("socket-modes.json: %+v, %v", c, err)
+	}
+	env := func(mode string) func(string) string {
+		return func(k string) string {
+			if k == "APP_SOCKET_MODE" {
+				return mode
+			}
+			return ""
+		}
+	}
+	for _, s := range c.Keep {
+		if _, err := loadConfig(env(s)); err != nil {
+			t.Errorf("%s refused: %v", s, err)
+		}
+	}
+	for _, s := range c.Break {
+		if _, err := loadConfig(env(s)); err == nil {
+			t.Errorf("%s accepted", s)
+		}
+	}
+}

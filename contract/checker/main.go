@@ -1,14 +1,15 @@
 // Command contract checks a running app against uds-lab's app contract (README,
-// "Swap in your app"). It runs in the lab's network as nginx's user, with the
-// socket volume mounted as nginx has it, so what it can reach nginx can too.
-// scripts/contract.py starts the app and runs it once per step; each step
-// prints its clauses as JSON lines.
+// "The app and its contract"). It runs in the lab's network as nginx's user,
+// with the socket volume mounted as nginx has it, so what it can reach nginx
+// can too. contract/contract.py starts the app and runs it once per step; each
+// step prints its clauses as JSON lines.
 //
-//	contract check    routes on both listeners, health, metrics, socket mode
-//	contract others   the socket refuses a user outside nginx's group
-//	contract wait     the app is ready on both listeners (after a restart)
-//	contract drain    requests in flight when SIGTERM comes are answered,
-//	                  then the listeners close and the socket is removed
+//	contract check    required: serves HTTP on both listeners, the socket's
+//	                  mode; optional: health, each workload's route, metrics
+//	contract others   required: the socket refuses a user outside nginx's group
+//	contract wait     required: serves again on both (after a SIGKILL)
+//	contract drain    optional: requests in flight when SIGTERM comes are
+//	                  answered, then the listeners close and the socket goes
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -29,13 +31,18 @@ func main() {
 
 // Config: where the app is, and what the lab will ask of it.
 type Config struct {
-	TCP        string        // CONTRACT_TCP, host:port of the app's TCP listener
-	Socket     string        // CONTRACT_SOCKET, the app's Unix socket
-	Dashboards string        // CONTRACT_DASHBOARDS, folder of grafana/dashboards
-	Workloads  string        // CONTRACT_WORKLOADS, the lab's catalogue.json
-	Wait       time.Duration // CONTRACT_WAIT, how long the app may take to be ready
-	Params     map[string]string
+	TCP        string            // CONTRACT_TCP, host:port of the app's TCP listener
+	Socket     string            // CONTRACT_SOCKET, the app's Unix socket
+	Dashboards string            // CONTRACT_DASHBOARDS, folder of grafana/dashboards
+	Workloads  string            // CONTRACT_WORKLOADS, the lab's catalogue.json
+	Wait       time.Duration     // CONTRACT_WAIT, how long the app may take to serve
+	StopWait   time.Duration     // how long a stopped app may take to close its listeners
+	Params     map[string]string // CPU_ITERATIONS, SLEEP_MS, ENDPOINT as make load has them
 }
+
+// endpoint is the route the lab asks whether the app serves: ENDPOINT, the
+// custom workload's (make contract ENDPOINT=/a/route/of/yours).
+func (c Config) endpoint() string { return c.Params["ENDPOINT"] }
 
 func loadConfig(getenv func(string) string) (Config, error) {
 	c := Config{
@@ -44,6 +51,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		Dashboards: or(getenv("CONTRACT_DASHBOARDS"), "/dashboards"),
 		Workloads:  or(getenv("CONTRACT_WORKLOADS"), "/catalogue.json"),
 		Wait:       30 * time.Second,
+		StopWait:   15 * time.Second,
 		Params:     map[string]string{},
 	}
 	if v := getenv("CONTRACT_WAIT"); v != "" {
@@ -64,6 +72,10 @@ func loadConfig(getenv func(string) string) (Config, error) {
 			}
 		}
 	}
+	c.Params["ENDPOINT"] = or(c.Params["ENDPOINT"], "/ping")
+	if v := c.Params["ENDPOINT"]; !strings.HasPrefix(v, "/") || strings.ContainsAny(v, " \t\r\n") {
+		return c, fmt.Errorf("ENDPOINT=%q: want a path such as /ping", v)
+	}
 	return c, nil
 }
 
@@ -82,6 +94,7 @@ type Clause struct {
 	Why      string   `json:"why"`
 	Panels   []string `json:"panels,omitempty"` // left empty if this fails
 	Workload string   `json:"workload,omitempty"`
+	Effect   string   `json:"effect,omitempty"` // what a failed optional clause costs the lab
 }
 
 func run(args []string, getenv func(string) string, out io.Writer) error {
@@ -101,7 +114,7 @@ func run(args []string, getenv func(string) string, out io.Writer) error {
 	case "others":
 		emit(others(cfg))
 	case "wait":
-		emit(waitReady(app, cfg.Wait, "restart over a stale socket"))
+		emit(serves(app, cfg, restartName))
 	case "drain":
 		emit(drain(app, cfg, out))
 	default:

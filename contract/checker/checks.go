@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -16,18 +17,43 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"uds-lab/contract/panels"
+	"uds-lab/contract/socketmode"
 )
 
-// The metrics no comparison can do without; the dashboards' other app
-// metrics are optional and only leave their own panels empty.
+// The app metrics the contract asks about by name; the dashboards' other app
+// metrics are checked as the dashboards use them.
 const (
 	requestsMetric = "app_http_requests_total"
 	durationMetric = "app_http_request_duration_seconds"
-	pingCount      = 10
-	probeCount     = 5
+	countRequests  = 10 // GET ENDPOINT on each listener, to be counted
+	junkRequests   = 5  // junk URLs on each listener, to add no label value
 	drainSleep     = 4 * time.Second
 )
 
+// The clauses' names: the table's rows, results/contract.json's "clause" and
+// what tests/e2e looks for.
+const (
+	servesName  = "serves HTTP on the TCP port and on the socket"
+	socketName  = "socket mode: owner and nginx's group rw, others nothing; folder not world-writable"
+	othersName  = "socket: refused to other users"
+	restartName = "restart over a stale socket"
+	healthName  = "/healthz and /readyz on both listeners"
+	countedName = requestsMetric + " counts each listener's requests"
+	boundedName = "labels are route templates, not URLs"
+	histName    = durationMetric + " per listener"
+	drainName   = "SIGTERM: requests in flight answered, socket removed"
+)
+
+// What a failed optional clause costs the lab (Clause.Effect).
+const (
+	panelsEmpty   = "panels left empty"
+	healthUnused  = "nothing: the lab takes the app as ready when its port and its socket answer; an image HEALTHCHECK may ask these"
+	labelsUnbound = "every distinct URL becomes a series in Prometheus (memory grows with junk traffic)"
+	drainCost     = "a stop cuts requests in flight; make down waits for SIGKILL"
+)
+
+// check runs the clauses of one running app. If the app does not serve HTTP
+// on both listeners nothing else means anything: it stops there.
 func check(cfg Config, a *app, emit func(Clause)) error {
 	uses, err := panels.Load(cfg.Dashboards)
 	if err != nil {
@@ -37,46 +63,54 @@ func check(cfg Config, a *app, emit func(Clause)) error {
 	if err != nil {
 		return err
 	}
-	emit(waitReady(a, cfg.Wait, "ready on both listeners"))
-	emit(socketMode(cfg, a))
+	s := serves(a, cfg, servesName)
+	emit(s)
+	if !s.Pass {
+		return nil
+	}
+	emit(socketMode(cfg))
 	emit(health(a))
 	for _, w := range workloads {
 		emit(route(a, w))
 	}
-	for _, c := range metricClauses(a, uses) {
+	for _, c := range metricClauses(a, cfg.endpoint(), uses) {
 		emit(c)
 	}
 	return nil
 }
 
-// waitReady polls /readyz on both listeners until both answer 200.
-func waitReady(a *app, wait time.Duration, name string) Clause {
+// serves polls GET ENDPOINT on both listeners until both answer HTTP with a
+// status below 500 (a 404 is an app that serves; a 502 or 503 one that is not
+// ready). The socket is reached as this process's user, nginx's.
+func serves(a *app, cfg Config, name string) Clause {
 	c := Clause{Name: name, Required: true}
 	start := time.Now()
-	var last []string
 	for {
-		last = last[:0]
+		var got, bad []string
 		for _, l := range a.both() {
-			if r := l.get("/readyz"); r.err != nil || r.status != 200 {
-				last = append(last, fmt.Sprintf("%s /readyz: %s", l.name, r))
+			r := l.get(cfg.endpoint())
+			got = append(got, fmt.Sprintf("%s GET %s: %s", l.name, cfg.endpoint(), r))
+			if r.err != nil || r.status >= 500 {
+				bad = append(bad, l.name)
 			}
 		}
-		if len(last) == 0 {
-			c.Pass, c.Why = true, fmt.Sprintf("/readyz 200 on tcp and unix after %.1f s", time.Since(start).Seconds())
+		if len(bad) == 0 {
+			c.Pass, c.Why = true, fmt.Sprintf("%s, after %.1f s", strings.Join(got, "; "), time.Since(start).Seconds())
 			return c
 		}
-		if time.Since(start) > wait {
-			c.Why = fmt.Sprintf("not ready after %s: %s", wait, strings.Join(last, "; "))
+		if time.Since(start) > cfg.Wait {
+			c.Why = fmt.Sprintf("not serving after %s (socket reached as %d:%d, nginx's user): %s",
+				cfg.Wait, os.Getuid(), os.Getgid(), strings.Join(got, "; "))
 			return c
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 }
 
-// socketMode: the socket nginx's workers (this process's user) can connect
-// to, and whose mode gives others nothing.
-func socketMode(cfg Config, a *app) Clause {
-	c := Clause{Name: "socket: nginx's user can connect, others have no access", Required: true}
+// socketMode applies the lab's one rule (package socketmode) to the socket
+// file, and refuses a folder anyone could replace it in.
+func socketMode(cfg Config) Clause {
+	c := Clause{Name: socketName, Required: true}
 	fi, err := os.Stat(cfg.Socket)
 	if err != nil {
 		c.Why = err.Error()
@@ -84,26 +118,24 @@ func socketMode(cfg Config, a *app) Clause {
 	}
 	st := fi.Sys().(*syscall.Stat_t)
 	desc := fmt.Sprintf("%s %04o owner %d:%d", cfg.Socket, fi.Mode().Perm(), st.Uid, st.Gid)
-	dir, derr := os.Stat(cfg.Socket[:strings.LastIndexByte(cfg.Socket, '/')+1])
-	conn, cerr := a.uds.dial(context.Background())
+	dir, derr := os.Stat(filepath.Dir(cfg.Socket))
 	switch {
 	case fi.Mode()&os.ModeSocket == 0:
 		c.Why = desc + " is not a socket"
-	case fi.Mode().Perm()&0o007 != 0:
-		c.Why = desc + ": others have access; want 0660 with nginx's group"
-	case derr == nil && dir.Mode().Perm()&0o002 != 0:
-		c.Why = fmt.Sprintf("its folder is %04o: anyone could replace the socket", dir.Mode().Perm())
-	case cerr != nil:
-		c.Why = fmt.Sprintf("%s: connect as %d:%d (nginx's user): %v", desc, os.Getuid(), os.Getgid(), cerr)
+	case socketmode.Check(uint64(fi.Mode().Perm())) != nil:
+		c.Why = fmt.Sprintf("%s: %v", desc, socketmode.Check(uint64(fi.Mode().Perm())))
+	case derr != nil:
+		c.Why = fmt.Sprintf("%s; its folder: %v", desc, derr)
+	case dir.Mode().Perm()&0o002 != 0:
+		c.Why = fmt.Sprintf("%s; its folder is %04o: anyone could replace the socket", desc, dir.Mode().Perm())
 	default:
-		conn.Close()
-		c.Pass, c.Why = true, fmt.Sprintf("%s; connected as %d:%d", desc, os.Getuid(), os.Getgid())
+		c.Pass, c.Why = true, fmt.Sprintf("%s; folder %04o", desc, dir.Mode().Perm())
 	}
 	return c
 }
 
 func health(a *app) Clause {
-	c := Clause{Name: "/healthz and /readyz on both listeners", Required: true, Pass: true}
+	c := Clause{Name: healthName, Pass: true, Effect: healthUnused}
 	var parts []string
 	for _, path := range []string{"/healthz", "/readyz"} {
 		for _, l := range a.both() {
@@ -158,20 +190,21 @@ func loadWorkloads(cfg Config) ([]workload, error) {
 
 // route: the workload's route answers 200 on both listeners, with the same size.
 func route(a *app, w workload) Clause {
-	c := Clause{Name: "route " + w.path, Workload: w.name, Required: w.name == "ping"}
+	c := Clause{Name: "route " + w.path, Workload: w.name, Effect: "SCENARIO=" + w.name + " cannot run"}
 	t, u := a.tcp.get(w.path), a.uds.get(w.path)
 	c.Why = fmt.Sprintf("tcp %s; unix %s", t, u)
 	c.Pass = t.err == nil && u.err == nil && t.status == 200 && u.status == 200 && t.bytes == u.bytes
-	if !c.Pass {
-		c.Why += fmt.Sprintf("; SCENARIO=%s cannot run", w.name)
+	if !c.Pass && t.err == nil && u.err == nil && t.status == 200 && u.status == 200 {
+		c.Why += ": the listeners answer different sizes"
 	}
 	return c
 }
 
-// metricClauses scrape /metrics (over TCP, as Prometheus does) around known
-// requests: /ping on each listener must be counted on that listener, and junk
-// URLs must add no label values.
-func metricClauses(a *app, uses map[string][]panels.Panel) []Clause {
+// metricClauses scrape /metrics over TCP, as Prometheus does, around known
+// requests: GET ENDPOINT on each listener must be counted on that listener,
+// and junk URLs must add no label value. An app without /metrics fails each
+// of them, optionally, naming the panels it leaves empty.
+func metricClauses(a *app, endpoint string, uses map[string][]panels.Panel) []Clause {
 	names := func(m string) []string {
 		var s []string
 		for _, p := range uses[m] {
@@ -180,49 +213,56 @@ func metricClauses(a *app, uses map[string][]panels.Panel) []Clause {
 		return s
 	}
 	before, err := scrape(a.tcp)
-	if err != nil {
-		return []Clause{{Name: "/metrics on the TCP listener", Required: true, Why: err.Error(), Panels: names(requestsMetric)}}
+	for _, l := range a.both() {
+		for range countRequests {
+			l.get(endpoint)
+		}
+	}
+	var after, last families
+	if err == nil {
+		after, err = scrape(a.tcp)
 	}
 	token := fmt.Sprintf("contract-probe-%d", time.Now().UnixNano())
 	for _, l := range a.both() {
-		for range pingCount {
-			l.get("/ping")
-		}
-		for i := range probeCount {
+		for i := range junkRequests {
 			l.get(fmt.Sprintf("/%s/%d", token, i))
 		}
 	}
-	after, err := scrape(a.tcp)
+	if err == nil {
+		last, err = scrape(a.tcp)
+	}
+	absent := "absent from /metrics"
 	if err != nil {
-		return []Clause{{Name: "/metrics on the TCP listener", Required: true, Why: err.Error(), Panels: names(requestsMetric)}}
+		absent = "no metrics: " + err.Error()
+		before, after, last = families{}, families{}, families{}
 	}
 
 	var out []Clause
-	counted := Clause{Name: requestsMetric + " counts each listener's requests", Required: true, Panels: names(requestsMetric)}
+	counted := Clause{Name: countedName, Panels: names(requestsMetric), Effect: panelsEmpty}
 	if after[requestsMetric] == nil {
-		counted.Why = "absent from /metrics"
+		counted.Why = absent
 	} else {
-		dt := after.pingRequests("tcp") - before.pingRequests("tcp")
-		du := after.pingRequests("unix") - before.pingRequests("unix")
-		counted.Pass = dt == pingCount && du == pingCount
-		counted.Why = fmt.Sprintf(`after %d /ping on each: listener="tcp" +%g, listener="unix" +%g (routes containing "ping")`, pingCount, dt, du)
+		counted.Pass, counted.Why = countedPerListener(before, after, endpoint)
 	}
 	out = append(out, counted)
 
-	bounded := Clause{Name: "labels are route templates, not URLs", Required: true}
-	if junk := after.labelValuesContaining(token); len(junk) > 0 {
+	bounded := Clause{Name: boundedName, Effect: labelsUnbound}
+	switch junk := last.labelValuesContaining(token); {
+	case err != nil:
+		bounded.Why = absent
+	case len(junk) > 0:
 		sort.Strings(junk)
-		bounded.Why = fmt.Sprintf("%d junk URLs became label values, e.g. %s", 2*probeCount, junk[0])
-	} else {
+		bounded.Why = fmt.Sprintf("%d requests to junk URLs became label values, e.g. %s", 2*junkRequests, junk[0])
+	default:
 		bounded.Pass = true
-		bounded.Why = fmt.Sprintf("%d requests to junk URLs added no label value", 2*probeCount)
+		bounded.Why = fmt.Sprintf("%d requests to junk URLs added no label value", 2*junkRequests)
 	}
 	out = append(out, bounded)
 
-	hist := Clause{Name: durationMetric + " per listener", Required: true, Panels: names(durationMetric)}
-	switch mf := after[durationMetric]; {
+	hist := Clause{Name: histName, Panels: names(durationMetric), Effect: panelsEmpty}
+	switch mf := last[durationMetric]; {
 	case mf == nil:
-		hist.Why = "absent from /metrics"
+		hist.Why = absent
 	case mf.GetType() != dto.MetricType_HISTOGRAM:
 		hist.Why = "is a " + strings.ToLower(mf.GetType().String()) + ", want a histogram"
 	case !listeners(mf)["tcp"] || !listeners(mf)["unix"]:
@@ -235,7 +275,7 @@ func metricClauses(a *app, uses map[string][]panels.Panel) []Clause {
 	}
 	out = append(out, hist)
 
-	// Every other app metric the dashboards read: optional, each names its panels.
+	// Every other app metric the dashboards read, each naming its panels.
 	var others []string
 	for m := range uses {
 		if !strings.HasPrefix(m, requestsMetric) && !strings.HasPrefix(m, durationMetric) {
@@ -244,10 +284,10 @@ func metricClauses(a *app, uses map[string][]panels.Panel) []Clause {
 	}
 	sort.Strings(others)
 	for _, m := range others {
-		c := Clause{Name: "metric " + m, Panels: names(m)}
-		switch mf := after.family(m); {
+		c := Clause{Name: "metric " + m, Panels: names(m), Effect: panelsEmpty}
+		switch mf := last.family(m); {
 		case mf == nil:
-			c.Why = "absent from /metrics"
+			c.Why = absent
 		case len(listeners(mf)) > 0 && (!listeners(mf)["tcp"] || !listeners(mf)["unix"]):
 			c.Why = fmt.Sprintf("listener label values %v, want tcp and unix", keys(listeners(mf)))
 		default:
@@ -256,6 +296,30 @@ func metricClauses(a *app, uses map[string][]panels.Panel) []Clause {
 		out = append(out, c)
 	}
 	return out
+}
+
+// countedPerListener: some route label counted exactly the requests sent to
+// ENDPOINT on each listener between the two scrapes.
+func countedPerListener(before, after families, endpoint string) (bool, string) {
+	dt, du := after.routeDeltas(before, "tcp"), after.routeDeltas(before, "unix")
+	var seen []string
+	for r, n := range dt {
+		if n == countRequests && du[r] == countRequests {
+			return true, fmt.Sprintf(`after %d GET %s on each: route=%q +%d on listener="tcp" and on listener="unix"`, countRequests, endpoint, r, countRequests)
+		}
+		seen = append(seen, fmt.Sprintf("%q tcp +%g unix +%g", r, n, du[r]))
+	}
+	for r, n := range du {
+		if _, ok := dt[r]; !ok {
+			seen = append(seen, fmt.Sprintf("%q tcp +0 unix +%g", r, n))
+		}
+	}
+	sort.Strings(seen)
+	if len(seen) == 0 {
+		seen = []string{"no listener=\"tcp\" or \"unix\" series moved"}
+	}
+	return false, fmt.Sprintf("after %d GET %s on each listener, want one route +%d on both; got %s",
+		countRequests, endpoint, countRequests, strings.Join(seen, ", "))
 }
 
 func keys(m map[string]bool) []string {
@@ -269,7 +333,7 @@ func keys(m map[string]bool) []string {
 
 // others runs as a user outside nginx's group: connecting must be refused.
 func others(cfg Config) Clause {
-	c := Clause{Name: "socket: refused to other users", Required: true}
+	c := Clause{Name: othersName, Required: true}
 	who := fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
 	deadline := time.Now().Add(cfg.Wait)
 	for {
@@ -294,7 +358,7 @@ func others(cfg Config) Clause {
 // then stops the app), and checks that both are answered and that the
 // listeners close and the socket goes away.
 func drain(a *app, cfg Config, out io.Writer) Clause {
-	c := Clause{Name: "SIGTERM: requests in flight answered, socket removed", Required: true}
+	c := Clause{Name: drainName, Effect: drainCost}
 	sleep := fmt.Sprintf("/sleep/%d", drainSleep.Milliseconds())
 	probe := a.tcp.get("/sleep/0")
 	inflight := probe.err == nil && probe.status == 200
@@ -335,14 +399,14 @@ func drain(a *app, cfg Config, out io.Writer) Clause {
 		}
 		return true
 	}
-	for !gone() && time.Since(signalled) < 15*time.Second {
+	for !gone() && time.Since(signalled) < cfg.StopWait {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if gone() {
 		parts = append(parts, fmt.Sprintf("listeners closed and socket removed %.1f s after the stop began", time.Since(signalled).Seconds()))
 	} else {
 		ok = false
-		parts = append(parts, "15 s after the stop began the socket file or the TCP listener is still there")
+		parts = append(parts, fmt.Sprintf("%s after the stop began the socket file or the TCP listener is still there", cfg.StopWait))
 	}
 	c.Pass, c.Why = ok, strings.Join(parts, "; ")
 	return c

@@ -78,15 +78,25 @@ func listeners(mf *dto.MetricFamily) map[string]bool {
 	return seen
 }
 
-// pingRequests sums app_http_requests_total of listener over routes naming ping.
-func (f families) pingRequests(listener string) float64 {
-	var sum float64
-	for _, m := range f["app_http_requests_total"].GetMetric() {
-		if label(m, "listener") == listener && strings.Contains(label(m, "route"), "ping") {
-			sum += m.GetCounter().GetValue()
+// routeDeltas: how much app_http_requests_total of listener grew since
+// before, per route label (summed over the other labels), where it grew.
+func (f families) routeDeltas(before families, listener string) map[string]float64 {
+	sum := func(fs families) map[string]float64 {
+		s := map[string]float64{}
+		for _, m := range fs[requestsMetric].GetMetric() {
+			if label(m, "listener") == listener {
+				s[label(m, "route")] += m.GetCounter().GetValue()
+			}
+		}
+		return s
+	}
+	was, d := sum(before), map[string]float64{}
+	for r, n := range sum(f) {
+		if n > was[r] {
+			d[r] = n - was[r]
 		}
 	}
-	return sum
+	return d
 }
 
 // labelValuesContaining lists label values of any family that contain s.

@@ -1,7 +1,10 @@
-// Command minimal-app is the smallest app that keeps uds-lab's app contract
-// (README, "Swap in your app"): the same routes on TCP and on a Unix socket,
-// /healthz and /readyz, per-listener metrics, a socket only nginx's group can
-// use, and a drain on SIGTERM. Plain net/http and one file: copy it, or read
+// Command minimal-app is an example app for uds-lab (README, "Swap in your
+// app"), in plain net/http: main.go (settings, the two listeners, the socket,
+// shutdown), routes.go and metrics.go. What the lab requires is in main.go:
+// the same routes on TCP and on a Unix socket whose mode gives nginx's group
+// read and write and others nothing, and a start over a stale socket. The
+// rest is optional and shown on purpose: /healthz and /readyz with the image's
+// HEALTHCHECK, per-listener metrics, and a drain on SIGTERM. Copy it, or read
 // it as the checklist for an app in another stack.
 package main
 
@@ -47,10 +50,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if v := getenv("APP_UNIX_SOCKET"); v != "" {
 		c.socket = v
 	}
+	// The lab's rule (README, "The app and its contract"): read and write for
+	// the owner and for nginx's group, nothing for others.
 	if v := getenv("APP_SOCKET_MODE"); v != "" {
 		m, err := strconv.ParseUint(v, 8, 32)
-		if err != nil || m > 0o777 || m&0o007 != 0 || m&0o600 != 0o600 {
-			return c, fmt.Errorf("APP_SOCKET_MODE=%q: want octal like 0660: read-write for the owner, nothing for others", v)
+		if err != nil || m > 0o777 || m&0o007 != 0 || m&0o660 != 0o660 {
+			return c, fmt.Errorf("APP_SOCKET_MODE=%q: want octal like 0660: read-write for the owner and the group (nginx's), nothing for others", v)
 		}
 		c.mode = os.FileMode(m)
 	}

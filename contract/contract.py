@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""`make contract APP_IMAGE=<image>`: checks an app image against the lab's app
+contract (README, "The app and its contract") and prints two tables: the
+required clauses (pass or FAIL, and why) and the optional ones (pass or
+missing, and what that costs: the dashboard panels left empty, the workloads
+that cannot run).
+
+The app runs alone, from compose.yaml's own app service (same user, settings,
+read-only root and socket volume), in a compose project of its own
+(CONTRACT_PROJECT) with a fresh socket volume, so a running lab is untouched.
+The checker (contract/checker) runs in that project as nginx's user, one step
+at a time; this script starts, kills and stops the app between the steps:
+
+  start     if the container has a healthcheck (its image's or compose's),
+            it turns healthy: nginx waits for it
+  check     serves HTTP on both listeners, socket mode; optional: health,
+            routes, metrics
+  others    the socket refuses a user outside nginx's group
+  SIGKILL, start, wait   a stale socket does not block a restart
+  drain + docker compose stop   optional: requests in flight answered, exit 0,
+            socket removed
+
+Writes results/contract.json (CONTRACT_OUT). Exit status 0 when every required
+clause passes, 1 when one fails, 2 when the check could not run.
+"""
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STOP_TIMEOUT = 10  # seconds docker compose stop waits before SIGKILL
+HEALTHY_WITHIN = 60
+OTHER_USER = "65534:65534"  # nobody: neither the app's user nor nginx's group
+SERVES = "serves HTTP on the TCP port and on the socket"  # the checker's first clause
+HEALTHY = "image HEALTHCHECK turns healthy"
+NO_HEALTHCHECK = "nothing: the lab takes the app as ready when its port and its socket answer"
+STOP_COST = "a stop cuts requests in flight; make down waits for SIGKILL"
+
+
+class Lab:
+    """docker compose, in the contract's own project. run and popen are
+    subprocess's, or a test's stand-ins."""
+
+    def __init__(self, compose, project, run=subprocess.run, popen=subprocess.Popen, sleep=time.sleep):
+        self.base = shlex.split(compose) + ["-p", project, "--profile", "contract"]
+        self.run, self.popen, self.sleep = run, popen, sleep
+
+    def compose(self, *args, check=True, **kw):
+        return self.run(self.base + list(args), check=check, text=True, **kw)
+
+    def checker_cmd(self, step, user=None):
+        extra = ["--user", user] if user else []
+        return self.base + ["run", "--rm", "--no-deps", "-T", *extra, "contract", step]
+
+    def checker(self, step, user=None):
+        """Runs one checker step; returns its clauses."""
+        out = self.run(self.checker_cmd(step, user), check=True, text=True, stdout=subprocess.PIPE).stdout
+        return parse(out)
+
+    def container(self):
+        return self.compose("ps", "-a", "-q", "app", stdout=subprocess.PIPE).stdout.strip()
+
+    def inspect(self, ref, fmt):
+        return self.run(["docker", "inspect", "-f", fmt, ref], check=True, text=True,
+                        stdout=subprocess.PIPE).stdout.strip()
+
+
+def parse(out):
+    """The clauses among a checker step's JSON lines (drain also says "inflight")."""
+    rows = (json.loads(line) for line in out.splitlines() if line.startswith("{"))
+    return [r for r in rows if "clause" in r]
+
+
+def clause(name, ok, why, required=True, effect=None):
+    c = {"clause": name, "required": required, "pass": bool(ok), "why": why}
+    if effect:
+        c["effect"] = effect
+    return c
+
+
+def healthcheck_test(config_json):
+    """The container's healthcheck command (from .Config.Healthcheck), or None."""
+    hc = json.loads(config_json or "null") or {}
+    test = hc.get("Test") or []
+    return None if not test or test[0] == "NONE" else test
+
+
+def healthy(lab, cid):
+    """Where the container has a healthcheck (its image's, or one compose
+    gives it), nginx starts only once it is healthy: then it is required.
+    Without one the lab decides readiness itself, and this is optional."""
+    test = healthcheck_test(lab.inspect(cid, "{{json .Config.Healthcheck}}"))
+    if test is None:
+        return clause(HEALTHY, False, "no healthcheck in the image or from compose", required=False,
+                      effect=NO_HEALTHCHECK)
+    start, status = time.monotonic(), ""
+    while time.monotonic() - start < HEALTHY_WITHIN:
+        status = lab.inspect(cid, "{{if .State.Health}}{{.State.Health.Status}}{{end}} {{.State.Status}}")
+        if status.startswith("healthy"):
+            return clause(HEALTHY, True, f"{shlex.join(test)}: healthy {time.monotonic() - start:.1f} s after start")
+        if "exited" in status or status.startswith("unhealthy"):
+            break
+        lab.sleep(0.5)
+    logs = lab.compose("logs", "--tail=5", "app", check=False, stdout=subprocess.PIPE).stdout.strip()
+    return clause(HEALTHY, False, f"{shlex.join(test)}: {status or 'no status'} after "
+                  f"{time.monotonic() - start:.0f} s; nginx waits for it, so make up would fail; last logs: {logs}")
+
+
+def drain(lab):
+    """Slow requests in flight on both listeners, then docker compose stop."""
+    proc = lab.popen(lab.checker_cmd("drain"), stdout=subprocess.PIPE, text=True)
+    for line in proc.stdout:
+        if '"inflight"' in line:
+            break
+    cid, start = lab.container(), time.monotonic()
+    lab.compose("stop", "-t", str(STOP_TIMEOUT), "app", stderr=subprocess.DEVNULL)
+    took = time.monotonic() - start
+    code = int(lab.inspect(cid, "{{.State.ExitCode}}"))
+    rest = proc.stdout.read()
+    proc.wait()
+    ok = code == 0 and took < STOP_TIMEOUT
+    why = f"exit code {code} {took:.1f} s after SIGTERM"
+    if took >= STOP_TIMEOUT:
+        why += f": did not exit within {STOP_TIMEOUT} s and was killed"
+    return parse(rest) + [clause(f"SIGTERM: exits 0 within {STOP_TIMEOUT} s", ok, why,
+                                 required=False, effect=STOP_COST)]
+
+
+def run_contract(lab):
+    lab.compose("down", "-v", "--remove-orphans", stderr=subprocess.DEVNULL)
+    lab.compose("up", "-d", "--no-build", "app")
+    clauses = [healthy(lab, lab.container())]
+    checked = lab.checker("check")
+    clauses += checked
+    if not any(c["clause"] == SERVES and c["pass"] for c in checked):
+        return clauses  # it does not serve: the other steps would only repeat that
+    clauses += lab.checker("others", user=OTHER_USER)
+    # A killed app leaves its socket file behind; the next start must cope.
+    lab.compose("kill", "-s", "SIGKILL", "app", stderr=subprocess.DEVNULL)
+    lab.compose("start", "app", stderr=subprocess.DEVNULL)
+    clauses += lab.checker("wait")
+    clauses += drain(lab)
+    return clauses
+
+
+def render(image, clauses):
+    """The two tables, what the missing optional clauses cost, and the verdict."""
+    req = [c for c in clauses if c["required"]]
+    opt = [c for c in clauses if not c["required"]]
+    width = max(len(c["clause"]) for c in clauses)
+    lines = [f"Contract check of {image}"]
+
+    def table(title, rows, fail):
+        if rows:
+            lines.extend(["", title])
+            for c in rows:
+                lines.append(f"  {'pass' if c['pass'] else fail:<7}  {c['clause']:<{width}}  {c['why']}")
+
+    table("Required (the lab cannot run without these):", req, "FAIL")
+    table("Optional (what an app may leave out):", opt, "missing")
+    missing = [c for c in opt if not c["pass"]]
+    panels = [(c, p) for c in missing for p in c.get("panels") or []]
+    if panels:
+        lines += ["", "Panels left empty:"]
+        lines += [f"  {p}  ({c['clause']}: {c['why']})" for c, p in panels]
+    workloads = sorted(c["workload"] for c in missing if c.get("workload"))
+    if workloads:
+        lines += ["", "Workloads (SCENARIO=) this image cannot run: " + ", ".join(workloads)]
+    other = [c for c in missing if not c.get("panels") and not c.get("workload") and c.get("effect")]
+    if other:
+        lines += ["", "Also missing:"]
+        lines += [f"  {c['clause']}: {c['effect']}" for c in other]
+    ok = all(c["pass"] for c in req)
+    lines += ["", f"Required: {sum(c['pass'] for c in req)} of {len(req)} pass. "
+              f"Optional: {sum(c['pass'] for c in opt)} of {len(opt)} pass.",
+              f"{image} {'keeps' if ok else 'breaks'} the contract."]
+    return "\n".join(lines), ok
+
+
+def main(environ=os.environ, lab=None):
+    image = environ.get("APP_IMAGE") or "uds-lab/app:local"
+    lab = lab or Lab(environ.get("COMPOSE", "docker compose"), environ.get("CONTRACT_PROJECT", "uds-lab-contract"))
+    out = Path(environ.get("CONTRACT_OUT") or ROOT / "results" / "contract.json")
+    try:
+        clauses = run_contract(lab)
+    except subprocess.CalledProcessError as e:
+        cmd = shlex.join(e.cmd) if isinstance(e.cmd, list) else e.cmd
+        print(f"contract: `{cmd}` failed (exit {e.returncode}): the check could not run", file=sys.stderr)
+        return 2
+    finally:
+        lab.compose("down", "-v", "--remove-orphans", check=False,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    text, ok = render(image, clauses)
+    print(text)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"image": image, "ok": ok, "clauses": clauses}, indent=1) + "\n")
+    print(f"Clauses as JSON: {out}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,213 @@
+"""Tests of contract/contract.py without Docker: the command lines it runs and
+in which order, reading the checker's lines, the healthcheck's verdicts, the
+table, the exit codes. Docker is played by FakeDocker (in-process) or by a fake
+`docker` on PATH (the script end to end); `make e2e` runs it for real."""
+import importlib.util
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("uds_lab_contract", HERE / "contract.py")
+ct = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ct)
+
+BASE = ["docker", "compose", "-p", "p", "--profile", "contract"]
+
+
+def line(name, ok=True, required=True, **kw):
+    return json.dumps({"clause": name, "required": required, "pass": ok, "why": "w", **kw})
+
+
+class FakeDocker:
+    """Answers each command by the first rule each of whose words is part of
+    one of its arguments, and records the commands."""
+
+    def __init__(self, rules):
+        self.rules, self.calls = rules, []
+
+    def answer(self, cmd):
+        self.calls.append(cmd)
+        for words, out, *rc in self.rules:
+            if all(any(w in arg for arg in cmd) for w in words.split()):
+                return out, (rc or [0])[0]
+        return "", 0
+
+    def run(self, cmd, check=False, **kw):
+        out, rc = self.answer(cmd)
+        if check and rc:
+            raise subprocess.CalledProcessError(rc, cmd)
+        return subprocess.CompletedProcess(cmd, rc, stdout=out)
+
+    def popen(self, cmd, **kw):
+        out, _ = self.answer(cmd)
+        return type("Proc", (), {"stdout": io.StringIO(out), "wait": lambda self: 0})()
+
+    def lab(self):
+        return ct.Lab("docker compose", "p", run=self.run, popen=self.popen, sleep=lambda s: None)
+
+
+HC = '{"Test":["CMD","/app","healthcheck"]}'
+
+
+def good_rules(healthcheck=HC):
+    return [
+        ("ps -a -q app", "cid\n"),
+        ("inspect .Config.Healthcheck", healthcheck),
+        ("inspect .State.Health", "healthy running"),
+        ("inspect .State.ExitCode", "0"),
+        ("contract check", line(ct.SERVES) + "\n" + line("route /cpu/1", False, False, workload="cpu",
+                                                          effect="SCENARIO=cpu cannot run") + "\n"),
+        ("contract others", line("socket: refused to other users") + "\n"),
+        ("contract wait", line("restart over a stale socket") + "\n"),
+        ("contract drain", '{"event":"inflight"}\n' + line("SIGTERM: requests in flight answered, socket removed",
+                                                           required=False) + "\n"),
+    ]
+
+
+def test_parse_keeps_clauses_only():
+    out = '{"event":"inflight"}\nnoise\n{"clause":"a","required":true,"pass":true,"why":"ok"}\n'
+    assert ct.parse(out) == [{"clause": "a", "required": True, "pass": True, "why": "ok"}]
+
+
+def test_the_steps_in_order_with_their_command_lines():
+    d = FakeDocker(good_rules())
+    clauses = ct.run_contract(d.lab())
+    assert d.calls[0] == BASE + ["down", "-v", "--remove-orphans"]
+    assert d.calls[1] == BASE + ["up", "-d", "--no-build", "app"]
+    steps = [c for c in d.calls if c[:len(BASE)] == BASE and c[len(BASE)] in ("run", "kill", "start", "stop")]
+    assert steps == [
+        BASE + ["run", "--rm", "--no-deps", "-T", "contract", "check"],
+        BASE + ["run", "--rm", "--no-deps", "-T", "--user", "65534:65534", "contract", "others"],
+        BASE + ["kill", "-s", "SIGKILL", "app"],
+        BASE + ["start", "app"],
+        BASE + ["run", "--rm", "--no-deps", "-T", "contract", "wait"],
+        BASE + ["run", "--rm", "--no-deps", "-T", "contract", "drain"],
+        BASE + ["stop", "-t", "10", "app"],
+    ]
+    assert ["docker", "inspect", "-f", "{{.State.ExitCode}}", "cid"] in d.calls
+    names = [c["clause"] for c in clauses]
+    assert names == [ct.HEALTHY, ct.SERVES, "route /cpu/1", "socket: refused to other users",
+                     "restart over a stale socket", "SIGTERM: requests in flight answered, socket removed",
+                     "SIGTERM: exits 0 within 10 s"]
+    assert all(c["pass"] for c in clauses if c["required"])
+
+
+def test_an_app_that_does_not_serve_stops_after_the_check():
+    rules = good_rules()
+    rules[4] = ("contract check", line(ct.SERVES, ok=False) + "\n")
+    d = FakeDocker(rules)
+    clauses = ct.run_contract(d.lab())
+    assert not any("others" in c or "SIGKILL" in c or "drain" in c for c in d.calls)
+    assert [c["clause"] for c in clauses] == [ct.HEALTHY, ct.SERVES]
+
+
+def test_no_healthcheck_is_optional():
+    for config in ("null", "", '{"Test":["NONE"]}', "{}"):
+        c = ct.healthy(FakeDocker(good_rules(healthcheck=config)).lab(), "cid")
+        assert not c["pass"] and not c["required"] and c["effect"] == ct.NO_HEALTHCHECK, config
+
+
+def test_a_healthcheck_must_turn_healthy():
+    c = ct.healthy(FakeDocker(good_rules()).lab(), "cid")
+    assert c["pass"] and c["required"] and "/app healthcheck" in c["why"]
+    rules = [("inspect .State.Health", "unhealthy running")] + good_rules()
+    c = ct.healthy(FakeDocker(rules).lab(), "cid")
+    assert not c["pass"] and c["required"] and "make up would fail" in c["why"]
+
+
+def test_a_slow_or_failed_stop_is_optional():
+    rules = [("inspect .State.ExitCode", "137")] + good_rules()
+    c = ct.drain(FakeDocker(rules).lab())[-1]
+    assert c["clause"] == "SIGTERM: exits 0 within 10 s" and not c["pass"] and not c["required"]
+    assert "exit code 137" in c["why"] and c["effect"] == ct.STOP_COST
+
+
+def test_render_two_tables_panels_workloads_and_verdict():
+    clauses = [
+        ct.clause(ct.SERVES, True, "200 on both"),
+        ct.clause("metric app_netns_tcp_sockets", False, "absent", required=False, effect="panels left empty")
+        | {"panels": ["paths / TIME_WAIT"]},
+        ct.clause("route /cpu/1", False, "404", required=False, effect="SCENARIO=cpu cannot run") | {"workload": "cpu"},
+        ct.clause(ct.HEALTHY, False, "none", required=False, effect=ct.NO_HEALTHCHECK),
+    ]
+    text, ok = ct.render("me/app:1", clauses)
+    assert ok
+    req, opt = text.index("Required (the lab"), text.index("Optional (what")
+    assert req < text.index("  pass     " + ct.SERVES) < opt < text.index("  missing  metric app_netns")
+    assert "Panels left empty:\n  paths / TIME_WAIT  (metric app_netns_tcp_sockets: absent)" in text
+    assert "cannot run: cpu" in text
+    assert f"Also missing:\n  {ct.HEALTHY}: {ct.NO_HEALTHCHECK}" in text
+    assert "Required: 1 of 1 pass. Optional: 0 of 3 pass." in text
+    assert text.endswith("me/app:1 keeps the contract.")
+
+
+def test_a_failed_required_clause_breaks_the_contract():
+    text, ok = ct.render("x", [ct.clause("socket: refused to other users", False, "connected")])
+    assert not ok
+    assert "  FAIL     socket: refused" in text and "x breaks the contract." in text
+
+
+def test_main_exit_codes_and_json(tmp_path, capsys):
+    out = tmp_path / "r" / "contract.json"
+    env = {"APP_IMAGE": "me/app:1", "CONTRACT_OUT": str(out)}
+    assert ct.main(env, FakeDocker(good_rules()).lab()) == 0
+    got = json.loads(out.read_text())
+    assert got["image"] == "me/app:1" and got["ok"] and len(got["clauses"]) == 7
+
+    rules = [("contract others", line("socket: refused to other users", ok=False) + "\n")] + good_rules()
+    d = FakeDocker(rules)
+    assert ct.main(env, d.lab()) == 1
+    assert not json.loads(out.read_text())["ok"]
+    assert d.calls[-1] == BASE + ["down", "-v", "--remove-orphans"], "the project is removed at the end"
+
+    d = FakeDocker([("up -d", "", 1)] + good_rules())
+    assert ct.main(env, d.lab()) == 2
+    assert "`docker compose -p p --profile contract up -d --no-build app` failed (exit 1)" in capsys.readouterr().err
+    assert d.calls[-1] == BASE + ["down", "-v", "--remove-orphans"]
+
+
+FAKE_DOCKER = r'''#!/usr/bin/env python3
+import json, os, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_LOG"], "a") as f:
+    f.write(json.dumps(args) + "\n")
+clause = lambda name: json.dumps({"clause": name, "required": True, "pass": True, "why": "w"})
+joined = " ".join(args)
+if "ps -a -q app" in joined: print("cid")
+elif ".Config.Healthcheck" in joined: print("null")
+elif ".State.ExitCode" in joined: print("0")
+elif joined.endswith("contract check"): print(clause("serves HTTP on the TCP port and on the socket"))
+elif joined.endswith("contract others"): print(clause("socket: refused to other users"))
+elif joined.endswith("contract wait"): print(clause("restart over a stale socket"))
+elif joined.endswith("contract drain"): print('{"event":"inflight"}')
+'''
+
+
+def test_the_script_end_to_end_with_a_fake_docker(tmp_path):
+    """As make runs it: COMPOSE and CONTRACT_PROJECT from the environment, an
+    image with no healthcheck and no metrics keeps the contract."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "docker"
+    fake.write_text(FAKE_DOCKER)
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_LOG": str(tmp_path / "log"),
+           "COMPOSE": "docker compose", "CONTRACT_PROJECT": "lab-contract", "APP_IMAGE": "plain:1",
+           "CONTRACT_OUT": str(tmp_path / "contract.json")}
+    r = subprocess.run([sys.executable, str(HERE / "contract.py")], env=env, text=True, capture_output=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "plain:1 keeps the contract." in r.stdout
+    calls = [json.loads(x) for x in (tmp_path / "log").read_text().splitlines()]
+    assert calls[0] == ["compose", "-p", "lab-contract", "--profile", "contract", "down", "-v", "--remove-orphans"]
+    assert ["compose", "-p", "lab-contract", "--profile", "contract", "run", "--rm", "--no-deps", "-T",
+            "--user", "65534:65534", "contract", "others"] in calls
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func switches(t *testing.T, c prometheus.Collector, kind string) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == kind {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no app_process_context_switches_total{kind=%q}", kind)
+	return 0
+}
+
+// A thread that sleeps gives up the CPU: the process's voluntary switches
+// must grow by at least that many.
+func TestRusageCollectorCountsVoluntarySwitches(t *testing.T) {
+	before := switches(t, newRusageCollector(), "voluntary")
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		for i := 0; i < 20; i++ {
+			time.Sleep(time.Millisecond)
+		}
+		close(done)
+	}()
+	<-done
+	after := switches(t, newRusageCollector(), "voluntary")
+	if after-before < 20 {
+		t.Fatalf("voluntary switches grew by %v over 20 sleeps of a locked thread, want >= 20", after-before)
+	}
+}
+
+func TestRusageCollectorLabelsEachKind(t *testing.T) {
+	c := newRusageCollector()
+	c.rusage = func(ru *syscall.Rusage) error { ru.Nvcsw, ru.Nivcsw = 7, 3; return nil }
+	if v, i := switches(t, c, "voluntary"), switches(t, c, "involuntary"); v != 7 || i != 3 {
+		t.Fatalf("voluntary=%v involuntary=%v, want 7 and 3 (getrusage's nvcsw and nivcsw)", v, i)
+	}
+}
+
+func TestRusageCollectorEmitsNothingOnError(t *testing.T) {
+	c := newRusageCollector()
+	c.rusage = func(*syscall.Rusage) error { return errors.New("no rusage") }
+	if n := testutil.CollectAndCount(c); n != 0 {
+		t.Fatalf("got %d series from a failing getrusage, want none", n)
+	}
+}
