@@ -27,13 +27,21 @@ bind = [f"{_host or '0.0.0.0'}:{_port}", f"unix:{_socket}"]
 # The socket file's mode is its access control. gunicorn sets the umask around
 # bind() of a Unix socket (sock.py), so the socket is born with this mode;
 # its group is the process's (in compose APP_GID, nginx workers' group).
+# The lab's one rule for it (contract/socket-modes.json): read and write for
+# the owner (the app) and the group (nginx's), nothing for others.
 _mode = setting("APP_SOCKET_MODE", "0660")
-try:
-    _bits = int(_mode, 8)
-except ValueError:
-    fail(f'APP_SOCKET_MODE="{_mode}": must be an octal mode such as 0660')
-if _bits > 0o777 or _bits & 0o002:
-    fail(f'APP_SOCKET_MODE="{_mode}": must be at most 0777 and not writable by others (any local user could use the app)')
+_digits = _mode.removeprefix("0o")
+if not _digits or _digits.strip("01234567"):
+    fail(f'APP_SOCKET_MODE="{_mode}": must be an octal permission such as 0660')
+_bits = int(_digits, 8)
+if _bits > 0o777:
+    fail(f'APP_SOCKET_MODE="{_mode}": must not set bits beyond 0777 (setuid/setgid/sticky are meaningless on a socket)')
+if _bits & 0o007:
+    fail(f'APP_SOCKET_MODE="{_mode}": must give others nothing (any local user could connect); use 0660 and APP_SOCKET_GID')
+if _bits & 0o060 != 0o060:
+    fail(f'APP_SOCKET_MODE="{_mode}": must give the group read and write (nginx\'s group connects through it)')
+if _bits & 0o600 != 0o600:
+    fail(f'APP_SOCKET_MODE="{_mode}": must give the owner read and write (connecting needs write permission)')
 umask = 0o777 & ~_bits
 # gunicorn chowns the socket to its group setting (the process's by default);
 # as a non-root user it may only name a group it belongs to.

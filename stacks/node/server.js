@@ -23,6 +23,20 @@ function fail(msg) {
   process.exit(2);
 }
 
+// socketMode applies the lab's one rule for the socket's mode
+// (contract/socket-modes.json): read and write for the owner (the app) and the
+// group (nginx's), nothing for others, no bits beyond 0777. It returns the
+// mode, or why it is refused.
+function socketMode(s) {
+  if (!/^(0o)?[0-7]+$/.test(s)) return 'must be an octal permission such as 0660';
+  const m = parseInt(s.replace(/^0o/, ''), 8);
+  if (m > 0o777) return 'must not set bits beyond 0777 (setuid/setgid/sticky are meaningless on a socket)';
+  if (m & 0o007) return 'must give others nothing (any local user could connect); use 0660 and APP_SOCKET_GID';
+  if ((m & 0o060) !== 0o060) return "must give the group read and write (nginx's group connects through it)";
+  if ((m & 0o600) !== 0o600) return 'must give the owner read and write (connecting needs write permission)';
+  return m;
+}
+
 // config reads the lab's settings; a bad value stops the process naming it.
 function config(env) {
   const tcp = env.APP_TCP_ADDR || ':8080';
@@ -32,10 +46,8 @@ function config(env) {
     fail(`APP_TCP_ADDR="${tcp}": must be host:port or :port`);
   }
   const modeStr = env.APP_SOCKET_MODE || '0660';
-  if (!/^0?[0-7]{3}$/.test(modeStr)) fail(`APP_SOCKET_MODE="${modeStr}": must be an octal mode such as 0660`);
-  const mode = parseInt(modeStr, 8);
-  // The socket file's mode is its access control (as the Go app's config.go).
-  if (mode & 0o002) fail(`APP_SOCKET_MODE="${modeStr}": must not be writable by others (any local user could use the app)`);
+  const mode = socketMode(modeStr);
+  if (typeof mode === 'string') fail(`APP_SOCKET_MODE="${modeStr}": ${mode}`);
   const gidStr = env.APP_SOCKET_GID || '';
   if (gidStr !== '' && !/^[0-9]+$/.test(gidStr)) fail(`APP_SOCKET_GID="${gidStr}": must be a numeric group id`);
   return {

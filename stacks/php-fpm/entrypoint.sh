@@ -16,15 +16,25 @@ esac
 case ${APP_TCP_ADDR##*:} in
   '' | *[!0-9]*) fail "APP_TCP_ADDR=\"$APP_TCP_ADDR\": the port must be a number" ;;
 esac
-# The socket file's mode is its access control: nobody but the app's user and
-# nginx's group may connect (as the Go app, services/app/config.go).
-case $APP_SOCKET_MODE in
-  0[0-7][0-7][0-7] | [0-7][0-7][0-7]) ;;
-  *) fail "APP_SOCKET_MODE=\"$APP_SOCKET_MODE\": must be an octal mode such as 0660" ;;
+# The socket file's mode is its access control, by the lab's one rule
+# (contract/socket-modes.json): read and write for the owner (the app) and the
+# group (nginx's), nothing for others, no bits beyond 0777.
+digits=${APP_SOCKET_MODE#0o}
+case $digits in
+  '' | *[!0-7]*) fail "APP_SOCKET_MODE=\"$APP_SOCKET_MODE\": must be an octal permission such as 0660" ;;
 esac
-case $APP_SOCKET_MODE in
-  *[2367]) fail "APP_SOCKET_MODE=\"$APP_SOCKET_MODE\": must not be writable by others (any local user could use the app)" ;;
-esac
+bits=$((0$digits))
+if [ $bits -gt 511 ]; then
+  fail "APP_SOCKET_MODE=\"$APP_SOCKET_MODE\": must not set bits beyond 0777 (setuid/setgid/sticky are meaningless on a socket)"
+elif [ $((bits & 7)) -ne 0 ]; then
+  fail "APP_SOCKET_MODE=\"$APP_SOCKET_MODE\": must give others nothing (any local user could connect); use 0660 and APP_SOCKET_GID"
+elif [ $((bits & 48)) -ne 48 ]; then
+  fail "APP_SOCKET_MODE=\"$APP_SOCKET_MODE\": must give the group read and write (nginx's group connects through it)"
+elif [ $((bits & 384)) -ne 384 ]; then
+  fail "APP_SOCKET_MODE=\"$APP_SOCKET_MODE\": must give the owner read and write (connecting needs write permission)"
+fi
+# listen.mode reads octal digits.
+APP_SOCKET_MODE=0$digits
 case $APP_SOCKET_GID in
   *[!0-9]*) fail "APP_SOCKET_GID=\"$APP_SOCKET_GID\": must be a numeric group id (or empty: the process's group)" ;;
 esac

@@ -7,8 +7,10 @@ package integration
 // as in the stand-in images (scripts/test-deps.sh installs them).
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -127,33 +129,49 @@ func TestStacks(t *testing.T) {
 	}
 }
 
-func testStack(t *testing.T, cat lab.Catalogue, sc stackCase) {
-	stack := cat.Stacks[sc.name]
-	dir := lab.ShortTempDir(t)
+// appUser is who the stacks run as here: as root, the app's user (appUID) with
+// nginx workers' group (nogroup, as nginx's workers run as nobody:nogroup), in
+// a socket folder as compose's volume has it (theirs, 0750); otherwise this
+// process's user and group.
+type appUser struct {
+	root    bool
+	cred    *syscall.Credential // nil: this process's
+	gid     int                 // the group the socket gets
+	sockDir string
+}
+
+func newAppUser(t *testing.T, dir string) appUser {
+	t.Helper()
+	u := appUser{root: os.Geteuid() == 0, gid: os.Getegid(), sockDir: filepath.Join(dir, "sock")}
+	// The folder above only needs to be passable, like / in a container.
 	if err := os.Chmod(dir, 0o711); err != nil {
 		t.Fatal(err)
 	}
-	// The socket's folder as compose's volume has it: the app's user, nginx's
-	// group, 0750. As root nginx's workers run as nobody:nogroup.
-	root := os.Geteuid() == 0
-	var cred *syscall.Credential
-	var nginxUser, socketGID string
-	gid := os.Getegid()
-	sockDir := filepath.Join(dir, "sock")
-	if err := os.Mkdir(sockDir, 0o750); err != nil {
+	if err := os.Mkdir(u.sockDir, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if root {
+	if u.root {
 		grp, err := user.LookupGroup("nogroup")
 		if err != nil {
 			t.Fatal(err)
 		}
-		gid, _ = strconv.Atoi(grp.Gid)
-		if err := os.Chown(sockDir, appUID, gid); err != nil {
+		u.gid, _ = strconv.Atoi(grp.Gid)
+		if err := os.Chown(u.sockDir, appUID, u.gid); err != nil {
 			t.Fatal(err)
 		}
-		cred = &syscall.Credential{Uid: appUID, Gid: uint32(gid), Groups: []uint32{}}
-		nginxUser, socketGID = "user nobody nogroup;", grp.Gid
+		u.cred = &syscall.Credential{Uid: appUID, Gid: uint32(u.gid), Groups: []uint32{}}
+	}
+	return u
+}
+
+func testStack(t *testing.T, cat lab.Catalogue, sc stackCase) {
+	stack := cat.Stacks[sc.name]
+	dir := lab.ShortTempDir(t)
+	u := newAppUser(t, dir)
+	root, cred, gid, sockDir := u.root, u.cred, u.gid, u.sockDir
+	var nginxUser, socketGID string
+	if root {
+		nginxUser, socketGID = "user nobody nogroup;", strconv.Itoa(gid)
 	}
 	socket := filepath.Join(sockDir, "app.sock")
 	appPort := lab.FreePort(t)
@@ -542,5 +560,77 @@ func TestNginxHealthcheck(t *testing.T) {
 	_, _ = s.app.Process.Wait()
 	if out, err := health(s.nginxURL); err == nil || !strings.Contains(out, "tcp listener") {
 		t.Errorf("nginx's healthcheck with the app down: %v %q, want a failure naming the tcp listener", err, out)
+	}
+}
+
+// A bad setting stops each stack at start with a message naming it, before
+// it listens anywhere (as the Go app's config.go does); the socket's mode
+// follows the lab's one rule (contract/socket-modes.json: the Go app, the
+// minimal app and the contract checker are held to the same modes).
+func TestStacksRefuseBadSettings(t *testing.T) {
+	var rule struct{ Keep, Break []string }
+	b, err := os.ReadFile(lab.Path(t, "contract", "socket-modes.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rule); err != nil {
+		t.Fatal(err)
+	}
+	type setting struct{ name, value string }
+	bad := []setting{{"APP_TCP_ADDR", "localhost"}}
+	for _, m := range rule.Break {
+		bad = append(bad, setting{"APP_SOCKET_MODE", m})
+	}
+	for _, sc := range stackCases(t) {
+		if sc.variant != "" {
+			continue
+		}
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel() // mostly waiting for interpreters to start
+			run := func(s setting) (string, error) {
+				u := newAppUser(t, lab.ShortTempDir(t))
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				argv := sc.argv(t)
+				cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
+				cmd.Env = append(os.Environ(), fmt.Sprintf("APP_TCP_ADDR=127.0.0.1:%d", lab.FreePort(t)),
+					"APP_UNIX_SOCKET="+filepath.Join(u.sockDir, "app.sock"), "PYTHONDONTWRITEBYTECODE=1",
+					"PHP_FPM="+phpFPM(t), s.name+"="+s.value)
+				cmd.Env = append(cmd.Env, sc.env...)
+				out, err := cmd.CombinedOutput()
+				if _, serr := os.Stat(filepath.Join(u.sockDir, "app.sock")); serr == nil {
+					t.Errorf("%s=%s: the socket was created before the refusal", s.name, s.value)
+				}
+				return string(out), err
+			}
+			for _, s := range bad {
+				out, err := run(s)
+				if err == nil || !strings.Contains(out, s.name+`="`+s.value+`"`) {
+					t.Errorf("%s=%s: %v, output %q: want a refusal at start naming the setting", s.name, s.value, err, out)
+				}
+			}
+			// The modes the rule keeps start the stack, the socket made with them.
+			for _, m := range rule.Keep {
+				u := newAppUser(t, lab.ShortTempDir(t))
+				env := append(os.Environ(), fmt.Sprintf("APP_TCP_ADDR=127.0.0.1:%d", lab.FreePort(t)),
+					"APP_UNIX_SOCKET="+filepath.Join(u.sockDir, "app.sock"), "APP_SOCKET_MODE="+m,
+					"PYTHONDONTWRITEBYTECODE=1", "PHP_FPM="+phpFPM(t))
+				app := startAs(t, sc.name, append(env, sc.env...), u.cred, sc.argv(t)...)
+				want, _ := strconv.ParseUint(strings.TrimPrefix(m, "0o"), 8, 32)
+				waitFor(t, "the socket with mode "+m, func() error {
+					st, err := os.Stat(filepath.Join(u.sockDir, "app.sock"))
+					if err != nil {
+						return err
+					}
+					if uint64(st.Mode().Perm()) != want {
+						return fmt.Errorf("mode %v, want %#o", st.Mode().Perm(), want)
+					}
+					return nil
+				})
+				_ = app.Process.Kill()
+				_ = app.Wait()
+			}
+		})
 	}
 }
