@@ -11,4 +11,5 @@ if [ "$APP_UNIX_SOCKET" -nt "$NGINX_RUN_DIR/nginx.pid" ]; then
   kill -TERM 1
   exit 1
 fi
-exec curl -fsS -o /dev/null "http://127.0.0.1:$NGINX_LISTEN_PORT/healthz"
+# Then what nginx checks: nginx, and the app on both listeners.
+exec sh "$(dirname "$0")/healthcheck.sh"

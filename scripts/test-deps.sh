@@ -3,7 +3,8 @@
 # Debian packages come from apt; Go tools are built from their module sources at the
 # versions pinned in .env and cached under $UDS_LAB_CACHE (default ~/.cache/uds-lab).
 # Usage: scripts/test-deps.sh [NAME...]   (no argument: what `make test` needs)
-#   apt promtool                       the static, loadgen and integration tests
+#   apt promtool                       the static, loadgen and integration tests (nginx,
+#                                      envsubst, curl, php-fpm, gunicorn, nodejs)
 #   docker debootstrap compose         the Docker test bed (make e2e)
 #   prometheus node-exporter k6        binaries for its stand-in images (printed paths);
 #                                      k6 also for loadgen/test_k6.py
@@ -24,6 +25,20 @@ apt_install() { # apt_install CMD PACKAGE...: installs PACKAGEs unless CMD is al
   log "apt-get install $*"
   if [ -z "${APT_UPDATED:-}" ]; then apt-get update -qq >&2; APT_UPDATED=1; fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+}
+
+# The reference stacks run natively in tests/integration, on Debian's packages
+# (as their stand-in images). php-fpm's package would start a php-fpm service
+# of its own: policy-rc.d keeps it from starting while it installs.
+stacks_install() {
+  compgen -c php-fpm | grep -q . || {
+    local policy=/usr/sbin/policy-rc.d added=
+    [ -e $policy ] || { printf '#!/bin/sh\nexit 101\n' >$policy && chmod +x $policy && added=1; }
+    apt_install php-fpm php-fpm
+    [ -z "$added" ] || rm -f $policy
+  }
+  apt_install gunicorn gunicorn
+  apt_install node nodejs
 }
 
 go_build() { # go_build NAME MODULE@VERSION PKG [LDFLAGS]: builds PKG of a module into $BIN/NAME-VERSION
@@ -54,7 +69,8 @@ for w in "${want[@]}"; do
       apt_install nginx nginx
       apt_install envsubst gettext-base
       apt_install curl curl
-      apt_install wrk wrk ;; # loadgen's tests run the wrk runner for a second
+      apt_install wrk wrk # loadgen's tests run the wrk runner for a second
+      stacks_install ;;
     promtool) ln -sf "$(go_build promtool "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" ./cmd/promtool "$(prometheus_ldflags)")" "$BIN/promtool" ;;
     compose)
       p=$(go_build docker-compose "github.com/docker/compose/v2@$COMPOSE_VERSION" ./cmd \

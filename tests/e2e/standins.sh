@@ -10,6 +10,8 @@
 #   debian base  also WRK_BASE_IMAGE: loadgen/wrk installs Debian's wrk on it
 #   python       Debian's Python 3.11 with pip and report/requirements.txt's
 #                wheels (PYTHON_IMAGE of report/Dockerfile)
+#   stacks       stacks/php-fpm, gunicorn and node on Debian's php-fpm,
+#                gunicorn and nodejs (STACK_*_IMAGE, for make up APP_IMAGE=...)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 set -a; . ./.env; set +a
@@ -113,6 +115,21 @@ if ! have "$GOLANG"; then
   rm -rf "$ctx"
 fi
 
+# The reference stacks (stacks/*) on Debian's packages, running the stack's own
+# code and config (its folder is the build context). Tagged by a hash of that
+# folder, so an edited stack is rebuilt. Users' images: PHP_FPM_IMAGE,
+# GUNICORN_PYTHON_IMAGE, NODE_IMAGE; the lab runs one with
+# make up APP_IMAGE=$STACK_<NAME>_IMAGE and stacks/<name>/lab.env's other settings.
+stack_image() { # stack_image NAME: builds the stand-in of stacks/NAME, prints its tag
+  local name=$1 image
+  image=uds-lab-standin/stack-$name:$(cat stacks/"$name"/* | sha256sum | cut -c1-12)
+  build "$image" $HERE/stack-"$name".Dockerfile stacks/"$name" "BASE=$BASE"
+  echo "$image"
+}
+STACK_PHP_FPM=$(stack_image php-fpm)
+STACK_GUNICORN=$(stack_image gunicorn)
+STACK_NODE=$(stack_image node)
+
 cat <<ENV
 NGINX_IMAGE=$NGINX
 NGINX_EXPORTER_IMAGE=$EXPORTER
@@ -123,4 +140,7 @@ GO_IMAGE=$GOLANG
 APP_RUNTIME_IMAGE=scratch
 WRK_BASE_IMAGE=$BASE
 PYTHON_IMAGE=$PYTHON
+STACK_PHP_FPM_IMAGE=$STACK_PHP_FPM
+STACK_GUNICORN_IMAGE=$STACK_GUNICORN
+STACK_NODE_IMAGE=$STACK_NODE
 ENV

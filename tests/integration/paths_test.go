@@ -61,7 +61,6 @@ func startStack(t *testing.T) stack { return startStackWith(t, options{}) }
 func startStackWith(t *testing.T, o options) stack {
 	t.Helper()
 	dir := lab.ShortTempDir(t)
-	nginx := lab.Tool(t, "nginx")
 
 	// Socket permissions as in compose: a folder and socket that only the app's
 	// user and nginx workers' group may use. As root, workers run as nobody and
@@ -139,6 +138,8 @@ func startStackWith(t *testing.T, o options) stack {
 		}
 		port, statusPort := lab.FreePort(t), lab.FreePort(t)
 		vars := map[string]string{
+			"APP_PROTOCOL":           "http",
+			"APP_FASTCGI_SCRIPT":     "/unused.php",
 			"NGINX_WORKER_PROCESSES": strconv.Itoa(workers),
 			"NGINX_RUN_DIR":          runDir,
 			"NGINX_LISTEN_PORT":      strconv.Itoa(port),
@@ -149,24 +150,13 @@ func startStackWith(t *testing.T, o options) stack {
 			"NGINX_ACCESS_LOG":       accessLog,
 		}
 		// Settings compose gives nginx from .env, as .env has them.
-		for _, k := range []string{"NGINX_WORKER_CONNECTIONS", "NGINX_MAX_IN_FLIGHT"} {
+		for _, k := range []string{"NGINX_WORKER_CONNECTIONS", "NGINX_MAX_IN_FLIGHT", "NGINX_UPSTREAM_KEEPALIVE"} {
 			vars[k] = lab.Env(t)[k]
 		}
 		for k, v := range o.vars {
 			vars[k] = v
 		}
-		conf := lab.RenderTemplate(t, lab.Path(t, "nginx", "templates", "nginx.conf.template"), vars)
-		if o.edit != nil {
-			conf = o.edit(t, conf)
-		}
-		confPath := filepath.Join(runDir, "nginx.conf")
-		if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.Command(nginx, "-t", "-c", confPath, "-g", nginxUser).CombinedOutput(); err != nil {
-			t.Fatalf("nginx -t: %v\n%s", err, out)
-		}
-		cmd := start(t, name, os.Environ(), nginx, "-c", confPath, "-g", "daemon off; "+nginxUser)
+		cmd := runNginx(t, name, runDir, vars, o.edit, nginxUser)
 		s.urls[name] = fmt.Sprintf("http://127.0.0.1:%d", port)
 		if name == "nginx" {
 			s.nginx, s.dir = cmd, runDir
@@ -177,6 +167,25 @@ func startStackWith(t *testing.T, o options) stack {
 	}
 	waitFor(t, "nginx-log-exporter", func() error { _, err := get(http.DefaultClient, s.logExp+"/healthz"); return err })
 	return s
+}
+
+// runNginx renders the templates with vars into runDir (edit, if any, changes
+// the main config), checks them with nginx -t and starts nginx on them for the
+// length of the test. user is nginx's "user" directive ("" when not root).
+func runNginx(t *testing.T, name, runDir string, vars map[string]string, edit func(*testing.T, string) string, user string) *exec.Cmd {
+	t.Helper()
+	nginx := lab.Tool(t, "nginx")
+	conf := lab.RenderNginx(t, vars, runDir)
+	confPath := filepath.Join(runDir, "nginx.conf")
+	if edit != nil {
+		if err := os.WriteFile(confPath, []byte(edit(t, conf)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command(nginx, "-t", "-c", confPath, "-g", user).CombinedOutput(); err != nil {
+		t.Fatalf("nginx -t: %v\n%s", err, out)
+	}
+	return start(t, name, os.Environ(), nginx, "-c", confPath, "-g", "daemon off; "+user)
 }
 
 // start runs a process for the length of the test and stops it with SIGTERM.
@@ -355,9 +364,12 @@ func TestLocations(t *testing.T) {
 
 func TestRoutesThroughEachPath(t *testing.T) {
 	s := startStack(t)
-	for path, p := range lab.ReadCatalogue(t).Paths {
+	cat := lab.ReadCatalogue(t)
+	for path, p := range cat.Paths {
 		t.Run(path, func(t *testing.T) {
 			base := s.urls[p.Nginx] + "/" + path
+			// What the reference stacks are held to (stacks_test.go).
+			checkRoutes(t, cat, cat.Stacks["go"], base)
 			body, err := get(http.DefaultClient, base+"/bytes/1000")
 			if err != nil || len(body) != 1000 {
 				t.Fatalf("/bytes/1000: %d bytes, %v", len(body), err)

@@ -2,7 +2,6 @@ package static
 
 import (
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -15,29 +14,45 @@ import (
 	"uds-lab/tests/internal/lab"
 )
 
-// nginx -t on the template rendered with the values compose gives each nginx
-// service (nginx and nginx-lo, catalogue.json's "nginx"); only compose service
-// names (not resolvable here) and the run folder (pid, temp files) are
-// replaced with local ones.
+// nginx -t on the templates rendered with the values compose gives each nginx
+// service (nginx and nginx-lo, catalogue.json's "nginx"), in each protocol
+// nginx speaks to the app (APP_PROTOCOL: every stack's in the catalogue);
+// only compose service names (not resolvable here) and the run folder (pid,
+// temp files) are replaced with local ones.
 func TestNginxConfig(t *testing.T) {
 	nginx := lab.Tool(t, "nginx")
 	p := loadCompose(t)
 	for name := range lab.ReadCatalogue(t).Nginx {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "nginx.conf")
-			if err := os.WriteFile(path, []byte(renderNginx(t, p, name, filepath.Dir(path))), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if out, err := exec.Command(nginx, "-t", "-c", path).CombinedOutput(); err != nil {
-				t.Fatalf("nginx -t: %v\n%s", err, out)
-			}
-		})
+		for _, protocol := range protocols(t) {
+			t.Run(name+"/"+protocol, func(t *testing.T) {
+				dir := t.TempDir()
+				renderNginx(t, p, name, dir, map[string]string{"APP_PROTOCOL": protocol})
+				if out, err := exec.Command(nginx, "-t", "-c", filepath.Join(dir, "nginx.conf")).CombinedOutput(); err != nil {
+					t.Fatalf("nginx -t: %v\n%s", err, out)
+				}
+			})
+		}
 	}
 }
 
-// renderNginx renders the template as compose service svc would, with its run
-// folder in dir.
-func renderNginx(t *testing.T, p *types.Project, svc, dir string) string {
+// protocols lists the protocols of the catalogue's stacks, sorted.
+func protocols(t *testing.T) []string {
+	seen := map[string]bool{}
+	for _, s := range lab.ReadCatalogue(t).Stacks {
+		seen[s.Protocol] = true
+	}
+	var out []string
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// renderNginx renders the templates as compose service svc would (with
+// overrides of its settings), with its run folder in dir, and returns the
+// main config.
+func renderNginx(t *testing.T, p *types.Project, svc, dir string, override map[string]string) string {
 	t.Helper()
 	s, ok := p.Services[svc]
 	if !ok {
@@ -47,11 +62,16 @@ func renderNginx(t *testing.T, p *types.Project, svc, dir string) string {
 	for k, v := range s.Environment {
 		vars[k] = localHosts(p, *v)
 	}
+	for k, v := range override {
+		vars[k] = v
+	}
 	vars["NGINX_RUN_DIR"] = dir
-	return lab.RenderTemplate(t, lab.Path(t, "nginx", "templates", "nginx.conf.template"), vars)
+	return lab.RenderNginx(t, vars, dir)
 }
 
-var location = regexp.MustCompile(`(?m)^\s*location\s+/([^/\s]+)/\s*\{`)
+// A path's location: /name/ (locations whose name starts with "_" are the
+// lab's own, such as the healthcheck's /_tcp/, not paths).
+var location = regexp.MustCompile(`(?m)^\s*location\s+/([^/_\s][^/\s]*)/\s*\{`)
 
 // Each nginx's locations are exactly the catalogue's paths for that nginx, so
 // k6, wrk, the report, the dashboards and the log exporter know every path
@@ -65,7 +85,7 @@ func TestCatalogueMatchesNginx(t *testing.T) {
 	}
 	for name, n := range c.Nginx {
 		var got []string
-		for _, m := range location.FindAllStringSubmatch(renderNginx(t, p, name, t.TempDir()), -1) {
+		for _, m := range location.FindAllStringSubmatch(renderNginx(t, p, name, t.TempDir(), nil), -1) {
 			got = append(got, m[1])
 		}
 		sort.Strings(got)

@@ -74,8 +74,8 @@ func TestNginxConnectionBudget(t *testing.T) {
 		return v
 	}
 	workerConns, inFlight, connections := num("NGINX_WORKER_CONNECTIONS"), num("NGINX_MAX_IN_FLIGHT"), num("CONNECTIONS")
-	// Two upstream {} pools of keepalive 64 idle connections, two listeners.
-	const fixed = 2*64 + 16
+	// Two upstream {} pools of NGINX_UPSTREAM_KEEPALIVE idle connections, two listeners.
+	fixed := 2*num("NGINX_UPSTREAM_KEEPALIVE") + 16
 	if need := 3*inFlight + fixed; workerConns < need {
 		t.Errorf("NGINX_WORKER_CONNECTIONS=%d: want >= 3 x NGINX_MAX_IN_FLIGHT + %d = %d", workerConns, fixed, need)
 	}

@@ -110,6 +110,38 @@ func RenderTemplate(t testing.TB, template string, vars map[string]string) strin
 	return string(out)
 }
 
+// RenderNginx renders every template of nginx/templates (nginx.conf.template
+// and the pass/ snippets it includes) into dir, keeping their folders, as the
+// official image's entrypoint does into NGINX_ENVSUBST_OUTPUT_DIR, and returns
+// the main config's text; nginx -c dir/nginx.conf finds the includes beside it.
+func RenderNginx(t testing.TB, vars map[string]string, dir string) string {
+	t.Helper()
+	root := Path(t, "nginx", "templates")
+	var main string
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".template") {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		out := filepath.Join(dir, strings.TrimSuffix(rel, ".template"))
+		text := RenderTemplate(t, path, vars)
+		if rel == "nginx.conf.template" {
+			main = text
+		}
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(out, []byte(text), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if main == "" {
+		t.Fatalf("%s has no nginx.conf.template", root)
+	}
+	return main
+}
+
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
@@ -214,6 +246,7 @@ type Catalogue struct {
 	Workloads map[string]struct {
 		Route string `json:"route"`
 	} `json:"workloads"`
+	Stacks    map[string]Stack `json:"-"` // the stacks (the "about" entry left out)
 	Breakdown struct {
 		Terms []struct {
 			Key   string   `json:"key"`
@@ -221,6 +254,14 @@ type Catalogue struct {
 		} `json:"terms"`
 	} `json:"breakdown"`
 	Order []string `json:"-"` // the paths' names in the file's order
+}
+
+// Stack is one of the catalogue's apps: the lab's own and those of stacks/.
+type Stack struct {
+	Dir      string   `json:"dir"`      // its folder in the repository
+	Protocol string   `json:"protocol"` // APP_PROTOCOL: http or fastcgi
+	Lacks    []string `json:"lacks"`    // workloads whose routes it does not serve
+	Pools    bool     `json:"pools"`    // whether the -ka paths can reuse its connections
 }
 
 // ReadCatalogue reads catalogue.json.
@@ -239,6 +280,23 @@ func ReadCatalogue(t testing.TB) Catalogue {
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		t.Fatal(err)
+	}
+	var stacks struct {
+		Stacks map[string]json.RawMessage `json:"stacks"`
+	}
+	if err := json.Unmarshal(b, &stacks); err != nil {
+		t.Fatal(err)
+	}
+	c.Stacks = map[string]Stack{}
+	for name, s := range stacks.Stacks {
+		if name == "about" {
+			continue
+		}
+		var st Stack
+		if err := json.Unmarshal(s, &st); err != nil {
+			t.Fatalf("catalogue.json: stack %s: %v", name, err)
+		}
+		c.Stacks[name] = st
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw.Paths))
 	if _, err := dec.Token(); err != nil { // {

@@ -1,7 +1,7 @@
 #!/bin/bash
 # What the official image's entrypoint does that the lab relies on:
-# 20-envsubst-on-templates.sh renders $NGINX_ENVSUBST_TEMPLATE_DIR/*.template into
-# $NGINX_ENVSUBST_OUTPUT_DIR with every defined environment variable.
+# 20-envsubst-on-templates.sh renders $NGINX_ENVSUBST_TEMPLATE_DIR/**/*.template into
+# $NGINX_ENVSUBST_OUTPUT_DIR (keeping subfolders) with every defined environment variable.
 # Plus the one difference of Debian's build: the official nginx is compiled with
 # --user=nginx, Debian's runs workers as nobody, so "user nginx;" is added to -g
 # when the master runs as root (as another user it has no say over workers).
@@ -11,12 +11,14 @@ if [ "${1:-}" = nginx ]; then
   odir=${NGINX_ENVSUBST_OUTPUT_DIR:-/etc/nginx/conf.d}
   suffix=${NGINX_ENVSUBST_TEMPLATE_SUFFIX:-.template}
   vars=$(printf '${%s} ' $(env | cut -d= -f1))
-  for t in "$tdir"/*"$suffix"; do
-    [ -f "$t" ] || continue
-    out="$odir/$(basename "$t" "$suffix")"
+  # Subfolders too, kept in the output (nginx.conf includes pass/<protocol>/).
+  while read -r t; do
+    rel=${t#"$tdir/"}
+    out="$odir/${rel%"$suffix"}"
+    mkdir -p "$(dirname "$out")"
     echo "$0: rendering $t to $out"
     envsubst "$vars" <"$t" >"$out"
-  done
+  done < <(find "$tdir" -follow -type f -name "*$suffix" | sort)
   if [ "$(id -u)" != 0 ]; then exec "$@"; fi
   args=("$@") found=0
   for i in "${!args[@]}"; do

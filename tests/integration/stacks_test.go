@@ -1,0 +1,636 @@
+package integration
+
+// The reference stacks of stacks/ (PHP-FPM, gunicorn, Node.js), each run on
+// this host from its own folder with the settings the lab gives it, behind
+// both nginx rendered from the project's templates in the stack's protocol
+// (FastCGI for PHP-FPM). Debian's php-fpm, gunicorn and nodejs run them here,
+// as in the stand-in images (scripts/test-deps.sh installs them).
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"uds-lab/tests/internal/lab"
+)
+
+// appUID is the app's user in compose (APP_UID); as root the stacks run as it,
+// with nginx workers' group, so the socket is reached through its group.
+const appUID = 10001
+
+// stackCase is one stack to run: its catalogue entry and how to start it.
+type stackCase struct {
+	name    string // catalogue.json's stack
+	variant string // a setting that changes its behaviour, for the test's name
+	env     []string
+	argv    func(t *testing.T) []string
+	stop    syscall.Signal // its graceful stop (the image's STOPSIGNAL)
+	pools   bool           // whether its -ka paths reuse connections
+}
+
+func stackCases(t *testing.T) []stackCase {
+	c := lab.ReadCatalogue(t)
+	dir := func(name string) string { return lab.Path(t, c.Stacks[name].Dir) }
+	return []stackCase{
+		{name: "php-fpm", stop: syscall.SIGQUIT, pools: c.Stacks["php-fpm"].Pools,
+			// Fewer idle pooled connections than children (see php-fpm.conf).
+			env: []string{"PHP_FPM_CHILDREN=4"},
+			argv: func(t *testing.T) []string {
+				return []string{"sh", filepath.Join(dir("php-fpm"), "entrypoint.sh")}
+			}},
+		{name: "gunicorn", stop: syscall.SIGTERM, pools: c.Stacks["gunicorn"].Pools,
+			env: []string{"GUNICORN_WORKERS=2", "GUNICORN_WORKER_CLASS=sync"},
+			argv: func(t *testing.T) []string {
+				return []string{lab.Tool(t, "gunicorn"), "--config", filepath.Join(dir("gunicorn"), "gunicorn.conf.py")}
+			}},
+		// The worker class is a setting: gthread keeps connections open.
+		{name: "gunicorn", variant: "gthread", stop: syscall.SIGTERM, pools: true,
+			env: []string{"GUNICORN_WORKERS=2", "GUNICORN_WORKER_CLASS=gthread", "GUNICORN_THREADS=4"},
+			argv: func(t *testing.T) []string {
+				return []string{lab.Tool(t, "gunicorn"), "--config", filepath.Join(dir("gunicorn"), "gunicorn.conf.py")}
+			}},
+		{name: "node", stop: syscall.SIGTERM, pools: c.Stacks["node"].Pools,
+			argv: func(t *testing.T) []string {
+				return []string{lab.Tool(t, "node"), filepath.Join(dir("node"), "server.js")}
+			}},
+	}
+}
+
+// phpFPM finds Debian's php-fpm (php-fpm8.2 on bookworm) or the official one.
+func phpFPM(t *testing.T) string {
+	if p, err := exec.LookPath("php-fpm"); err == nil {
+		return p
+	}
+	matches, _ := filepath.Glob("/usr/sbin/php-fpm[0-9]*")
+	if len(matches) == 0 {
+		t.Fatal("php-fpm not found: run scripts/test-deps.sh (make test does) or install php-fpm")
+	}
+	return matches[len(matches)-1]
+}
+
+// relay stands between nginx and a listener of the app and counts the
+// connections nginx opens: each one it accepts it copies to a connection of its
+// own to the app, and closes both when either side closes. So an app that
+// closes a pooled connection makes nginx open a new one, counted here, as the
+// Go app counts its accepted connections. The stacks export no such count.
+type relay struct{ accepted atomic.Int64 }
+
+func startRelay(t *testing.T, front net.Listener, network, backend string) *relay {
+	r := &relay{}
+	go func() {
+		for {
+			c, err := front.Accept()
+			if err != nil {
+				return
+			}
+			r.accepted.Add(1)
+			go func() {
+				defer c.Close()
+				b, err := net.Dial(network, backend)
+				if err != nil {
+					return
+				}
+				defer b.Close()
+				done := make(chan struct{}, 2)
+				go func() { _, _ = io.Copy(b, c); done <- struct{}{} }()
+				go func() { _, _ = io.Copy(c, b); done <- struct{}{} }()
+				<-done
+			}()
+		}
+	}()
+	t.Cleanup(func() { front.Close() })
+	return r
+}
+
+func TestStacks(t *testing.T) {
+	cat := lab.ReadCatalogue(t)
+	for _, sc := range stackCases(t) {
+		name := sc.name
+		if sc.variant != "" {
+			name += "/" + sc.variant
+		}
+		t.Run(name, func(t *testing.T) { testStack(t, cat, sc) })
+	}
+}
+
+// appUser is who the stacks run as here: as root, the app's user (appUID) with
+// nginx workers' group (nogroup, as nginx's workers run as nobody:nogroup), in
+// a socket folder as compose's volume has it (theirs, 0750); otherwise this
+// process's user and group.
+type appUser struct {
+	root    bool
+	cred    *syscall.Credential // nil: this process's
+	gid     int                 // the group the socket gets
+	sockDir string
+}
+
+func newAppUser(t *testing.T, dir string) appUser {
+	t.Helper()
+	u := appUser{root: os.Geteuid() == 0, gid: os.Getegid(), sockDir: filepath.Join(dir, "sock")}
+	// The folder above only needs to be passable, like / in a container.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(u.sockDir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if u.root {
+		grp, err := user.LookupGroup("nogroup")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.gid, _ = strconv.Atoi(grp.Gid)
+		if err := os.Chown(u.sockDir, appUID, u.gid); err != nil {
+			t.Fatal(err)
+		}
+		u.cred = &syscall.Credential{Uid: appUID, Gid: uint32(u.gid), Groups: []uint32{}}
+	}
+	return u
+}
+
+func testStack(t *testing.T, cat lab.Catalogue, sc stackCase) {
+	stack := cat.Stacks[sc.name]
+	dir := lab.ShortTempDir(t)
+	u := newAppUser(t, dir)
+	root, cred, gid, sockDir := u.root, u.cred, u.gid, u.sockDir
+	var nginxUser, socketGID string
+	if root {
+		nginxUser, socketGID = "user nobody nogroup;", strconv.Itoa(gid)
+	}
+	socket := filepath.Join(sockDir, "app.sock")
+	appPort := lab.FreePort(t)
+	env := append(os.Environ(),
+		fmt.Sprintf("APP_TCP_ADDR=127.0.0.1:%d", appPort),
+		"APP_UNIX_SOCKET="+socket,
+		"APP_SOCKET_MODE="+lab.Env(t)["APP_SOCKET_MODE"],
+		"APP_SOCKET_GID="+socketGID,
+		"PYTHONDONTWRITEBYTECODE=1",
+	)
+	env = append(env, sc.env...)
+	if sc.name == "php-fpm" {
+		env = append(env, "PHP_FPM="+phpFPM(t))
+	}
+
+	// nginx reaches the app through counting relays: TCP, and a socket of
+	// their own that nginx's workers may use (the app's own is checked below).
+	relayDir := filepath.Join(dir, "relay")
+	if err := os.Mkdir(relayDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tcpFront, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	relaySocket := filepath.Join(relayDir, "relay.sock")
+	unixFront, err := net.Listen("unix", relaySocket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(relaySocket, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	relays := map[string]*relay{
+		"tcp":  startRelay(t, tcpFront, "tcp", fmt.Sprintf("127.0.0.1:%d", appPort)),
+		"unix": startRelay(t, unixFront, "unix", socket),
+	}
+
+	// Both nginx of the catalogue, from the templates, in the stack's protocol.
+	keepalive := lab.Env(t)["NGINX_UPSTREAM_KEEPALIVE"]
+	if sc.name == "php-fpm" {
+		keepalive = readLabEnv(t, "php-fpm")["NGINX_UPSTREAM_KEEPALIVE"]
+	}
+	urls := map[string]string{}
+	ports := map[string]int{}
+	var nginxes []*exec.Cmd
+	for name, suffix := range map[string]string{"nginx": "", "nginx-lo": "-lo"} {
+		runDir := filepath.Join(dir, name)
+		if err := os.Mkdir(runDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ports[name] = lab.FreePort(t)
+		vars := map[string]string{
+			"APP_PROTOCOL":             stack.Protocol,
+			"APP_FASTCGI_SCRIPT":       lab.Path(t, "stacks", "php-fpm", "index.php"),
+			"NGINX_UPSTREAM_KEEPALIVE": keepalive,
+			"NGINX_WORKER_PROCESSES":   "1",
+			"NGINX_RUN_DIR":            runDir,
+			"NGINX_LISTEN_PORT":        strconv.Itoa(ports[name]),
+			"NGINX_STATUS_PORT":        strconv.Itoa(lab.FreePort(t)),
+			"NGINX_PATH_SUFFIX":        suffix,
+			"APP_TCP_UPSTREAM":         tcpFront.Addr().String(),
+			"APP_UNIX_SOCKET":          relaySocket,
+			"NGINX_ACCESS_LOG":         "off",
+			"NGINX_WORKER_CONNECTIONS": lab.Env(t)["NGINX_WORKER_CONNECTIONS"],
+			"NGINX_MAX_IN_FLIGHT":      lab.Env(t)["NGINX_MAX_IN_FLIGHT"],
+		}
+		nginxes = append(nginxes, runNginx(t, name, runDir, vars, nil, nginxUser))
+		urls[name] = fmt.Sprintf("http://127.0.0.1:%d", ports[name])
+		waitFor(t, name, func() error { _, err := get(http.DefaultClient, urls[name]+"/healthz"); return err })
+	}
+
+	// nginx's healthcheck decides when the app is ready: not before it answers.
+	health := func(name string) error {
+		cmd := exec.Command("sh", lab.Path(t, "nginx", "healthcheck.sh"))
+		cmd.Env = append(os.Environ(), fmt.Sprintf("NGINX_LISTEN_PORT=%d", ports[name]))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	}
+	if err := health("nginx"); err == nil || !strings.Contains(err.Error(), "tcp listener") {
+		t.Fatalf("nginx's healthcheck before the app started: %v, want a failure naming the tcp listener", err)
+	}
+
+	app := startAs(t, sc.name, env, cred, sc.argv(t)...)
+	for name := range urls {
+		waitFor(t, name+"'s healthcheck (the app on both listeners)", func() error { return health(name) })
+	}
+
+	t.Run("socket permissions", func(t *testing.T) { checkSocket(t, socket, root, gid) })
+
+	// Every path of the catalogue reaches the app, new connection or pooled
+	// as the path says and the stack allows.
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	const n = 20
+	for _, path := range cat.Order {
+		p := cat.Paths[path]
+		base := urls[p.Nginx] + "/" + path
+		// Warm the pool first so a keepalive path starts with its connection open.
+		if _, err := get(client, base+"/ping"); err != nil {
+			t.Fatalf("/%s/ping: %v", path, err)
+		}
+		before := relays[p.Listener].accepted.Load()
+		for i := 0; i < n; i++ {
+			body, err := get(client, base+"/ping")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.TrimSpace(string(body)) != `{"message":"pong"}` {
+				t.Fatalf("/%s/ping: body %q", path, body)
+			}
+		}
+		accepted := relays[p.Listener].accepted.Load() - before
+		want := "one per request"
+		ok := accepted == n
+		if p.Pooled && sc.pools {
+			want, ok = "pooled: at most 1 (one nginx worker)", accepted <= 1
+		}
+		if !ok {
+			t.Errorf("/%s/: %d new connections to the %s listener for %d requests, want %s", path, accepted, p.Listener, n, want)
+		}
+		t.Logf("/%s/: %d requests, %d connections to the %s listener", path, n, accepted, p.Listener)
+		checkRoutes(t, cat, stack, base)
+	}
+
+	// A burst on the pooled paths leaves the app able to take new connections:
+	// PHP-FPM gives each connection nginx keeps a child, so with as many idle
+	// pooled connections as children (NGINX_UPSTREAM_KEEPALIVE too high for
+	// PHP_FPM_CHILDREN) the new-connection paths would wait for a child that
+	// never comes free (here: no answer at all, until nginx's 30 s timeout).
+	t.Run("new connections after a burst on the pooled paths", func(t *testing.T) {
+		quick := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+		errs := make(chan error, 16)
+		for i := 0; i < 16; i++ {
+			go func() {
+				var err error
+				for j := 0; j < 10 && err == nil; j++ {
+					_, err = get(quick, urls["nginx"]+[]string{"/tcp-ka", "/uds-ka"}[i%2]+"/sleep/10")
+				}
+				errs <- err
+			}()
+		}
+		for i := 0; i < 16; i++ {
+			if err := <-errs; err != nil {
+				t.Fatalf("16 clients on /tcp-ka/ and /uds-ka/: %v", err)
+			}
+		}
+		for _, path := range []string{"/tcp", "/uds"} {
+			if _, err := get(quick, urls["nginx"]+path+"/ping"); err != nil {
+				t.Errorf("%s/ping after the burst: %v", path, err)
+			}
+		}
+	})
+
+	// A graceful stop, after nginx's as compose stops them (nginx depends on
+	// the app): the stack exits 0 and removes its socket. (With nginx still
+	// holding pooled connections PHP-FPM waits process_control_timeout for
+	// the children they hold.)
+	for _, n := range nginxes {
+		_ = n.Process.Signal(syscall.SIGQUIT)
+		_ = n.Wait()
+	}
+	if err := app.Process.Signal(sc.stop); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- app.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("after %v: %v, want exit 0", sc.stop, err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("still running 20 s after %v", sc.stop)
+	}
+	if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket %s left behind after a graceful stop: %v", socket, err)
+	}
+}
+
+// checkRoutes asks a path for each route: the Go app's answers and JSON errors,
+// and a 404 for each workload the catalogue says the stack lacks. The Go app
+// passes it too (TestRoutesThroughEachPath), so the stacks answer as it does.
+func checkRoutes(t *testing.T, cat lab.Catalogue, stack lab.Stack, base string) {
+	t.Helper()
+	body, err := get(http.DefaultClient, base+"/bytes/1000")
+	if err != nil || len(body) != 1000 {
+		t.Fatalf("%s/bytes/1000: %d bytes, %v", base, len(body), err)
+	}
+	for i, b := range body {
+		if b != byte(i%255+1) {
+			t.Fatalf("%s/bytes/1000: byte %d is %d, want %d (the Go app's pattern)", base, i, b, i%255+1)
+		}
+	}
+	if body, err := get(http.DefaultClient, base+"/sleep/5"); err != nil || strings.TrimSpace(string(body)) != `{"slept_ms":5}` {
+		t.Fatalf("%s/sleep/5: %q, %v", base, body, err)
+	}
+	// The Go app's /cpu: SHA-256 iterated over a 32-byte state of zeros.
+	var state [sha256.Size]byte
+	for i := 0; i < 10; i++ {
+		state = sha256.Sum256(state[:])
+	}
+	want := fmt.Sprintf(`{"digest":"%s","iterations":10}`, hex.EncodeToString(state[:]))
+	if body, err := get(http.DefaultClient, base+"/cpu/10"); err != nil || strings.TrimSpace(string(body)) != want {
+		t.Fatalf("%s/cpu/10: %q, %v; want %s", base, body, err, want)
+	}
+	for _, route := range []string{"/healthz", "/readyz"} {
+		if _, err := get(http.DefaultClient, base+route); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantJSONError(t, base+"/bytes/-1", http.StatusBadRequest)
+	wantJSONError(t, base+"/bytes/abc", http.StatusBadRequest)
+	wantJSONError(t, base+"/bytes/99999999999999999999", http.StatusBadRequest)
+	wantJSONError(t, base+"/sleep/10001", http.StatusBadRequest)
+	wantJSONError(t, base+"/cpu/0", http.StatusBadRequest)
+	wantJSONError(t, base+"/no-such-route", http.StatusNotFound)
+	// Exact routes, as gin's: no empty parameter, no trailing slash.
+	wantJSONError(t, base+"/bytes/", http.StatusNotFound)
+	wantJSONError(t, base+"/ping/", http.StatusNotFound)
+	for _, w := range stack.Lacks {
+		wantJSONError(t, base+cat.Workloads[w].Route, http.StatusNotFound)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/ping", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST %s/ping: %s, want 405", base, resp.Status)
+	}
+}
+
+// checkSocket: the socket lets nginx's group in and nobody else, as the
+// lab's settings ask (APP_SOCKET_MODE, the app's user and nginx's group).
+func checkSocket(t *testing.T, socket string, root bool, gid int) {
+	st, err := os.Stat(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode, _ := strconv.ParseUint(lab.Env(t)["APP_SOCKET_MODE"], 8, 32)
+	if got := st.Mode().Perm(); uint64(got) != mode || st.Mode()&os.ModeSocket == 0 {
+		t.Errorf("socket mode %v, want a socket with %#o (APP_SOCKET_MODE)", st.Mode(), mode)
+	}
+	sys := st.Sys().(*syscall.Stat_t)
+	if int(sys.Gid) != gid {
+		t.Errorf("socket group %d, want %d (nginx workers')", sys.Gid, gid)
+	}
+	if !root {
+		return
+	}
+	if sys.Uid != appUID {
+		t.Errorf("socket owner %d, want the app's user %d", sys.Uid, appUID)
+	}
+	// curl as nginx's workers connects; as a user outside the group it cannot
+	// (exit 7: could not connect). Over FastCGI curl's HTTP gets no answer,
+	// but connecting is what is checked.
+	connect := func(uid, gid uint32) int {
+		cmd := exec.Command(lab.Tool(t, "curl"), "-s", "-o", "/dev/null", "--max-time", "2", "--unix-socket", socket, "http://app/healthz")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}}
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	}
+	if code := connect(65534, uint32(gid)); code == 7 {
+		t.Errorf("nginx's user (nobody, group %d) cannot connect to the socket", gid)
+	}
+	if code := connect(65533, 65533); code != 7 {
+		t.Errorf("a user outside nginx's group reached the socket (curl exit %d, want 7)", code)
+	}
+}
+
+// readLabEnv reads stacks/<name>/lab.env: the lab's settings for that stack.
+func readLabEnv(t *testing.T, name string) map[string]string {
+	b, err := os.ReadFile(lab.Path(t, "stacks", name, "lab.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		out[k] = v
+	}
+	return out
+}
+
+// startAs starts a stack as cred (nil: this process's user) for the length of
+// the test; its output goes to a log file it may write (PHP-FPM reopens its
+// stderr by path, /proc/self/fd/2). The test stops it itself, or SIGKILL at
+// the end.
+func startAs(t *testing.T, name string, env []string, cred *syscall.Credential, argv ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	out, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cred != nil {
+		if err := out.Chown(int(cred.Uid), int(cred.Gid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		if t.Failed() {
+			log, _ := os.ReadFile(out.Name())
+			t.Logf("%s output:\n%s", name, log)
+		}
+	})
+	return cmd
+}
+
+// nginx's healthcheck (nginx/healthcheck.sh) with the lab's Go app: it passes
+// on both nginx, reaching the app's two listeners (its /healthz counted on
+// each), leaves no access-log line (it is no path), and fails naming the
+// listener once the app is gone.
+func TestNginxHealthcheck(t *testing.T) {
+	s := startStack(t)
+	scraper := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	healthz := func() map[string]float64 {
+		mf, err := lab.Metrics(scraper, s.appTCP+"/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, l := range []string{"tcp", "unix"} {
+			out[l], _ = lab.Value(mf, "app_http_requests_total", map[string]string{"listener": l, "route": "/healthz", "code": "200"})
+		}
+		return out
+	}
+	logged := func() float64 {
+		mf, err := lab.Metrics(scraper, s.logExp+"/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum float64
+		if f := mf["nginx_location_requests_total"]; f != nil {
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+		return sum
+	}
+	health := func(url string) (string, error) {
+		cmd := exec.Command("sh", lab.Path(t, "nginx", "healthcheck.sh"))
+		cmd.Env = append(os.Environ(), "NGINX_LISTEN_PORT="+url[strings.LastIndex(url, ":")+1:])
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	before, linesBefore := healthz(), logged()
+	for name, url := range s.urls {
+		if out, err := health(url); err != nil {
+			t.Errorf("%s's healthcheck with the app up: %v: %s", name, err, out)
+		}
+	}
+	after := healthz()
+	for _, l := range []string{"tcp", "unix"} {
+		if d := after[l] - before[l]; d != float64(len(s.urls)) {
+			t.Errorf("the app's %s listener answered %v /healthz for %d healthchecks, want one each", l, d, len(s.urls))
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the access log is UDP
+	if d := logged() - linesBefore; d != 0 {
+		t.Errorf("the healthchecks left %v access-log lines, want none", d)
+	}
+	if err := s.app.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = s.app.Process.Wait()
+	if out, err := health(s.nginxURL); err == nil || !strings.Contains(out, "tcp listener") {
+		t.Errorf("nginx's healthcheck with the app down: %v %q, want a failure naming the tcp listener", err, out)
+	}
+}
+
+// A bad setting stops each stack at start with a message naming it, before
+// it listens anywhere (as the Go app's config.go does); the socket's mode
+// follows the lab's one rule (contract/socket-modes.json: the Go app, the
+// minimal app and the contract checker are held to the same modes).
+func TestStacksRefuseBadSettings(t *testing.T) {
+	var rule struct{ Keep, Break []string }
+	b, err := os.ReadFile(lab.Path(t, "contract", "socket-modes.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rule); err != nil {
+		t.Fatal(err)
+	}
+	type setting struct{ name, value string }
+	bad := []setting{{"APP_TCP_ADDR", "localhost"}}
+	for _, m := range rule.Break {
+		bad = append(bad, setting{"APP_SOCKET_MODE", m})
+	}
+	for _, sc := range stackCases(t) {
+		if sc.variant != "" {
+			continue
+		}
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel() // mostly waiting for interpreters to start
+			run := func(s setting) (string, error) {
+				u := newAppUser(t, lab.ShortTempDir(t))
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				argv := sc.argv(t)
+				cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
+				cmd.Env = append(os.Environ(), fmt.Sprintf("APP_TCP_ADDR=127.0.0.1:%d", lab.FreePort(t)),
+					"APP_UNIX_SOCKET="+filepath.Join(u.sockDir, "app.sock"), "PYTHONDONTWRITEBYTECODE=1",
+					"PHP_FPM="+phpFPM(t), s.name+"="+s.value)
+				cmd.Env = append(cmd.Env, sc.env...)
+				out, err := cmd.CombinedOutput()
+				if _, serr := os.Stat(filepath.Join(u.sockDir, "app.sock")); serr == nil {
+					t.Errorf("%s=%s: the socket was created before the refusal", s.name, s.value)
+				}
+				return string(out), err
+			}
+			for _, s := range bad {
+				out, err := run(s)
+				if err == nil || !strings.Contains(out, s.name+`="`+s.value+`"`) {
+					t.Errorf("%s=%s: %v, output %q: want a refusal at start naming the setting", s.name, s.value, err, out)
+				}
+			}
+			// The modes the rule keeps start the stack, the socket made with them.
+			for _, m := range rule.Keep {
+				u := newAppUser(t, lab.ShortTempDir(t))
+				env := append(os.Environ(), fmt.Sprintf("APP_TCP_ADDR=127.0.0.1:%d", lab.FreePort(t)),
+					"APP_UNIX_SOCKET="+filepath.Join(u.sockDir, "app.sock"), "APP_SOCKET_MODE="+m,
+					"PYTHONDONTWRITEBYTECODE=1", "PHP_FPM="+phpFPM(t))
+				app := startAs(t, sc.name, append(env, sc.env...), u.cred, sc.argv(t)...)
+				want, _ := strconv.ParseUint(strings.TrimPrefix(m, "0o"), 8, 32)
+				waitFor(t, "the socket with mode "+m, func() error {
+					st, err := os.Stat(filepath.Join(u.sockDir, "app.sock"))
+					if err != nil {
+						return err
+					}
+					if uint64(st.Mode().Perm()) != want {
+						return fmt.Errorf("mode %v, want %#o", st.Mode().Perm(), want)
+					}
+					return nil
+				})
+				_ = app.Process.Kill()
+				_ = app.Wait()
+			}
+		})
+	}
+}
