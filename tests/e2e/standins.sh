@@ -12,7 +12,8 @@
 #                wheels (PYTHON_IMAGE of report/Dockerfile)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-set -a; . ./.env; set +a
+dotenv=$(scripts/dotenv.sh --export) # fails the script on a line it cannot read
+eval "$dotenv"
 CACHE=${UDS_LAB_CACHE:-$HOME/.cache/uds-lab}
 HERE=tests/e2e/standins
 export DOCKER_BUILDKIT=0
