@@ -1,6 +1,6 @@
 module uds-lab/app
 
-go 1.26.0
+go 1.26.8
 
 require (
 	github.com/gin-gonic/gin v1.12.0

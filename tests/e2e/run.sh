@@ -43,7 +43,7 @@ done
 SERVICES="app nginx nginx-lo nginx-log-exporter nginx-exporter prometheus node-exporter"
 UDS_LAB_E2E=1
 set +a
-log "left out of this run (cannot be built here, see ../shared/notes/test-bed.md):"
+log "left out of this run (cannot be built on the test bed: README.md, \"Tests\"):"
 echo "  grafana: no Debian package and its Go module is not available"
 echo "  cadvisor: its command's Go module is not available"
 
