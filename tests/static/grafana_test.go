@@ -2,6 +2,7 @@ package static
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,27 +76,20 @@ func datasourceUIDs(t *testing.T) map[string]bool {
 }
 
 type dashboardFile struct {
-	path string
+	name string
 	json map[string]any
 }
 
 func dashboards(t *testing.T) []dashboardFile {
 	t.Helper()
-	files, _ := filepath.Glob(lab.Path(t, "grafana", "dashboards", "*.json"))
-	if len(files) == 0 {
-		t.Fatal("no dashboards in grafana/dashboards")
-	}
 	var out []dashboardFile
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	files := lab.DashboardFiles(t)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		var d map[string]any
-		if err := json.Unmarshal(b, &d); err != nil {
-			t.Fatalf("%s: not JSON: %v", f, err)
+		if err := json.Unmarshal(files[name], &d); err != nil {
+			t.Fatalf("%s: not JSON: %v", name, err)
 		}
-		out = append(out, dashboardFile{f, d})
+		out = append(out, dashboardFile{name, d})
 	}
 	return out
 }
@@ -108,7 +102,7 @@ func TestDashboards(t *testing.T) {
 	known := datasourceUIDs(t)
 	seen := map[string]string{}
 	for _, d := range dashboards(t) {
-		name := filepath.Base(d.path)
+		name := d.name
 		uid, _ := d.json["uid"].(string)
 		if !readableUID.MatchString(uid) {
 			t.Errorf("%s: uid %q is not a stable readable uid", name, uid)
@@ -193,7 +187,7 @@ func TestDashboardPanels(t *testing.T) {
 		terms[term.Key] = true
 	}
 	for _, d := range dashboards(t) {
-		name := filepath.Base(d.path)
+		name := d.name
 		var panels []struct {
 			Type, Title string
 			Targets     []struct{ Expr, LegendFormat string }

@@ -3,8 +3,10 @@ package lab
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -21,19 +23,31 @@ type PanelQuery struct {
 
 func (q PanelQuery) String() string { return fmt.Sprintf("%s / %q", q.Dashboard, q.Panel) }
 
-// PanelQueries reads every panel query of grafana/dashboards/*.json.
-func PanelQueries(t testing.TB) []PanelQuery {
+// DashboardFiles reads grafana/dashboards/*.json: file name -> contents.
+func DashboardFiles(t testing.TB) map[string][]byte {
 	t.Helper()
 	files, _ := filepath.Glob(Path(t, "grafana", "dashboards", "*.json"))
 	if len(files) == 0 {
 		t.Fatal("no dashboards in grafana/dashboards")
 	}
-	var out []PanelQuery
+	out := map[string][]byte{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
+		out[filepath.Base(f)] = b
+	}
+	return out
+}
+
+// PanelQueries reads every panel query of grafana/dashboards/*.json.
+func PanelQueries(t testing.TB) []PanelQuery {
+	t.Helper()
+	var out []PanelQuery
+	files := DashboardFiles(t)
+	for _, f := range slices.Sorted(maps.Keys(files)) {
+		b := files[f]
 		var d struct {
 			Panels []struct {
 				Title   string `json:"title"`
@@ -53,11 +67,11 @@ func PanelQueries(t testing.TB) []PanelQuery {
 		}
 		// Annotation queries are checked like panels'.
 		for _, a := range d.Annotations.List {
-			out = append(out, PanelQuery{filepath.Base(f), "annotation " + a.Name, a.Expr})
+			out = append(out, PanelQuery{f, "annotation " + a.Name, a.Expr})
 		}
 		for _, p := range d.Panels {
 			for _, tg := range p.Targets {
-				out = append(out, PanelQuery{filepath.Base(f), p.Title, tg.Expr})
+				out = append(out, PanelQuery{f, p.Title, tg.Expr})
 			}
 		}
 	}
