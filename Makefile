@@ -6,7 +6,7 @@ MAKEFLAGS += --no-print-directory
 # Compose reads .env itself; a variable from your shell or this command line wins.
 COMPOSE ?= docker compose
 # A value from the environment, else from .env (for what make itself prints).
-env = $(or $($(1)),$(shell sed -n 's/^$(1)=//p' .env))
+env = $(or $($(1)),$(shell scripts/dotenv.sh $(1)))
 # One run id per make invocation: `:=` asks the clock once (`?=` would ask it at
 # every use, and a second boundary between two uses would name two runs).
 TESTID := $(or $(TESTID),$(shell date +%Y%m%d-%H%M%S))

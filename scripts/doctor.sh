@@ -29,8 +29,7 @@ MIN_BUILDX=0.17  # Compose's Bake builds refuse older buildx
 
 setting() { # setting NAME: the environment's value (even empty), else .env's
   if eval "[ \"\${$1+set}\" = set ]"; then eval "printf '%s' \"\$$1\""; return; fi
-  awk -v k="$1" 'index($0, k "=") == 1 { v = substr($0, length(k) + 2) }
-    END { if (v ~ /^".*"$/ || v ~ /^'\''.*'\''$/) v = substr(v, 2, length(v) - 2); printf "%s", v }' .env 2>/dev/null
+  scripts/dotenv.sh "$1" | tr -d '\n'
 }
 
 # facts_from_info: docker info's text (stdin) -> facts. Knows the formats of

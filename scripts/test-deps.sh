@@ -10,8 +10,9 @@
 #                                      k6 also for loadgen/test_k6.py
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck disable=SC1091
-set -a; . ./.env; set +a
+# .env's versions (a variable set in your shell wins, as in compose).
+dotenv=$(scripts/dotenv.sh --export) # fails the script on a line it cannot read
+eval "$dotenv"
 CACHE=${UDS_LAB_CACHE:-$HOME/.cache/uds-lab}
 BIN=$CACHE/bin
 mkdir -p "$BIN"

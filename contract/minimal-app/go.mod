@@ -1,6 +1,6 @@
 module uds-lab/minimal-app
 
-go 1.26.0
+go 1.26.8
 
 require github.com/prometheus/client_golang v1.25.0
 

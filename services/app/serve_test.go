@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 func TestRunServesEveryRouteOnBothListeners(t *testing.T) {
@@ -99,19 +103,44 @@ func TestSocketModeAndGID(t *testing.T) {
 	}
 }
 
-// metricValue finds the sample for an exact series in a text exposition.
+// metricValue finds the sample of an exact series, name{labels} with the
+// labels in the exposition's order (sorted, le last), in a text exposition
+// parsed by expfmt (what Prometheus's scrape reads), histograms' _count,
+// _sum and _bucket included.
 func metricValue(t *testing.T, exposition, series string) float64 {
 	t.Helper()
-	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`)
-	m := re.FindStringSubmatch(exposition)
-	if m == nil {
-		t.Fatalf("series %s not found", series)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(exposition))
+	if err != nil {
+		t.Fatalf("exposition: %v", err)
 	}
-	v, err := strconv.ParseFloat(m[1], 64)
+	samples, err := expfmt.ExtractSamples(&expfmt.DecodeOptions{Timestamp: model.Now()}, slices.Collect(maps.Values(families))...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v
+	for _, s := range samples {
+		var labels, last []string // a bucket's le and a quantile come last
+		for _, k := range slices.Sorted(maps.Keys(s.Metric)) {
+			l := fmt.Sprintf("%s=%q", k, s.Metric[k])
+			switch k {
+			case model.MetricNameLabel:
+			case model.BucketLabel, model.QuantileLabel:
+				last = append(last, l)
+			default:
+				labels = append(labels, l)
+			}
+		}
+		labels = append(labels, last...)
+		name := string(s.Metric[model.MetricNameLabel])
+		if len(labels) > 0 {
+			name += "{" + strings.Join(labels, ",") + "}"
+		}
+		if name == series {
+			return float64(s.Value)
+		}
+	}
+	t.Fatalf("series %s not found", series)
+	return 0
 }
 
 func TestMetricLabelsAndConnectionCounting(t *testing.T) {

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 t0=$(date +%s)
 log() { printf '[e2e %(%H:%M:%S)T +%ss] %s\n' -1 $(($(date +%s) - t0)) "$*"; }
 
-log "tools: docker.io, debootstrap, compose $(sed -n 's/^COMPOSE_VERSION=//p' .env)"
+log "tools: docker.io, debootstrap, compose $(scripts/dotenv.sh COMPOSE_VERSION)"
 scripts/test-deps.sh docker debootstrap compose >/dev/null
 log "engine"
 state=$(tests/e2e/engine.sh start) || { log "FAIL: no Docker engine could be started (see above)"; exit 1; }
@@ -43,7 +43,7 @@ done
 SERVICES="app nginx nginx-lo nginx-log-exporter nginx-exporter prometheus node-exporter"
 UDS_LAB_E2E=1
 set +a
-log "left out of this run (cannot be built here, see ../shared/notes/test-bed.md):"
+log "left out of this run (cannot be built on the test bed: README.md, \"Tests\"):"
 echo "  grafana: no Debian package and its Go module is not available"
 echo "  cadvisor: its command's Go module is not available"
 

@@ -14,7 +14,8 @@
 #                gunicorn and nodejs (STACK_*_IMAGE, for make up APP_IMAGE=...)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-set -a; . ./.env; set +a
+dotenv=$(scripts/dotenv.sh --export) # fails the script on a line it cannot read
+eval "$dotenv"
 CACHE=${UDS_LAB_CACHE:-$HOME/.cache/uds-lab}
 HERE=tests/e2e/standins
 export DOCKER_BUILDKIT=0

@@ -6,6 +6,7 @@ package static
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -159,8 +160,9 @@ func TestComposeLimits(t *testing.T) {
 
 // nginx-lo is nginx in the app's network namespace: the same image, command,
 // user, limits and hardening, and the same settings but for where it listens,
-// its locations' suffix and the app's TCP address (loopback). Otherwise a
-// difference between tcp and tcp-lo could come from the nginx, not the hop.
+// its locations' suffix and the app's TCP address (loopback, checked by
+// TestComposeTCPUpstream). Otherwise a difference between tcp and tcp-lo
+// could come from the nginx, not the hop.
 func TestNginxLoIsNginx(t *testing.T) {
 	p := loadCompose(t)
 	n, lo := p.Services["nginx"], p.Services["nginx-lo"]
@@ -189,36 +191,88 @@ func TestNginxLoIsNginx(t *testing.T) {
 			t.Errorf("%s: nginx %q, nginx-lo %q", k, *v, *w)
 		}
 	}
-	if up := *lo.Environment["APP_TCP_UPSTREAM"]; !strings.HasPrefix(up, "127.0.0.1:") {
-		t.Errorf("nginx-lo reaches the app at %q, want 127.0.0.1 (loopback)", up)
-	}
-	if _, port, _ := strings.Cut(*n.Environment["APP_TCP_UPSTREAM"], ":"); *lo.Environment["APP_TCP_UPSTREAM"] != "127.0.0.1:"+port {
-		t.Errorf("nginx-lo reaches port %s, nginx %s", *lo.Environment["APP_TCP_UPSTREAM"], port)
-	}
 }
 
-// nginx and the app agree on where the socket is, and share its volume.
+// Every client of the app's socket (nginx and nginx-lo through the rendered
+// template, the contract checker through CONTRACT_SOCKET) finds it where the
+// app creates it: in the same named volume, at the same path inside it. A
+// client with another volume, or the volume mounted elsewhere than the path it
+// dials, would see no socket.
 func TestComposeSocketShared(t *testing.T) {
 	p := loadCompose(t)
 	app := p.Services["app"]
 	sock := *app.Environment["APP_UNIX_SOCKET"]
+	volume, rel := inVolume(app, sock)
+	if volume == "" {
+		t.Fatalf("app: APP_UNIX_SOCKET %s is in no named volume of the app's", sock)
+	}
+	dialed := map[string][]string{}
 	for _, name := range []string{"nginx", "nginx-lo"} {
-		if got := *p.Services[name].Environment["APP_UNIX_SOCKET"]; got != sock {
-			t.Errorf("%s renders the socket path %q, the app listens on %q", name, got, sock)
+		for _, m := range unixUpstream.FindAllStringSubmatch(renderNginx(t, p, name, t.TempDir()), -1) {
+			dialed[name] = append(dialed[name], m[1])
 		}
 	}
-	nginx := p.Services["nginx"]
-	volumeAt := func(s types.ServiceConfig) string {
-		for _, v := range s.Volumes {
-			if v.Type == types.VolumeTypeVolume && strings.HasPrefix(sock, v.Target+"/") {
-				return v.Source
+	dialed["contract"] = []string{*p.Services["contract"].Environment["CONTRACT_SOCKET"]}
+	for name, paths := range dialed {
+		if len(paths) == 0 {
+			t.Errorf("%s dials no unix: socket", name)
+		}
+		for _, path := range paths {
+			if v, r := inVolume(p.Services[name], path); v != volume || r != rel {
+				t.Errorf("%s dials %s: in volume %q at %q; the app creates it in volume %q at %q", name, path, v, r, volume, rel)
 			}
 		}
-		return ""
 	}
-	if a, n := volumeAt(app), volumeAt(nginx); a == "" || a != n {
-		t.Errorf("socket %s: app mounts volume %q, nginx %q: want the same named volume", sock, a, n)
+}
+
+// Every client of the app's TCP listener reaches its port: nginx across the
+// bridge at the app's service name, nginx-lo (in the app's network namespace)
+// on loopback, the contract checker as nginx does.
+func TestComposeTCPUpstream(t *testing.T) {
+	p := loadCompose(t)
+	_, port, err := net.SplitHostPort(*p.Services["app"].Environment["APP_TCP_ADDR"])
+	if err != nil {
+		t.Fatalf("app APP_TCP_ADDR: %v", err)
 	}
+	want := map[string]string{"nginx": "app", "nginx-lo": "127.0.0.1", "contract": "app"}
+	dialed := map[string][]string{"contract": {*p.Services["contract"].Environment["CONTRACT_TCP"]}}
+	for _, name := range []string{"nginx", "nginx-lo"} {
+		vars := map[string]string{"NGINX_RUN_DIR": t.TempDir()}
+		for k, v := range p.Services[name].Environment {
+			vars[k] = *v
+		}
+		conf := lab.RenderTemplate(t, lab.Path(t, "nginx", "templates", "nginx.conf.template"), vars)
+		for _, m := range tcpUpstream.FindAllStringSubmatch(conf, -1) {
+			dialed[name] = append(dialed[name], m[1]+m[2])
+		}
+	}
+	for name, addrs := range dialed {
+		if len(addrs) == 0 {
+			t.Errorf("%s dials no TCP upstream", name)
+		}
+		for _, a := range addrs {
+			if a != want[name]+":"+port {
+				t.Errorf("%s dials %s, want %s:%s (the app listens on %s)", name, a, want[name], port, port)
+			}
+		}
+	}
+}
+
+var (
+	// server unix:/sock/app.sock; and proxy_pass http://unix:/sock/app.sock:/;
+	unixUpstream = regexp.MustCompile(`unix:(/[^;:\s]+)`)
+	// server host:port; in an upstream block and proxy_pass http://host:port/;
+	tcpUpstream = regexp.MustCompile(`(?m)^\s*(?:server ([^\s;:]+:[0-9]+);|proxy_pass http://([^\s/:]+:[0-9]+)/;)`)
+)
+
+// inVolume tells which named volume of s holds path, and where inside it.
+func inVolume(s types.ServiceConfig, path string) (volume, rel string) {
+	for _, v := range s.Volumes {
+		if r, ok := strings.CutPrefix(path, v.Target+"/"); ok && v.Type == types.VolumeTypeVolume {
+			return v.Source, r
+		}
+	}
+	return "", ""
 }
 
 // cAdvisor samples at a fixed interval: with dynamic housekeeping a quiet

@@ -2,6 +2,7 @@ package static
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,27 +76,20 @@ func datasourceUIDs(t *testing.T) map[string]bool {
 }
 
 type dashboardFile struct {
-	path string
+	name string
 	json map[string]any
 }
 
 func dashboards(t *testing.T) []dashboardFile {
 	t.Helper()
-	files, _ := filepath.Glob(lab.Path(t, "grafana", "dashboards", "*.json"))
-	if len(files) == 0 {
-		t.Fatal("no dashboards in grafana/dashboards")
-	}
 	var out []dashboardFile
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	files := lab.DashboardFiles(t)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		var d map[string]any
-		if err := json.Unmarshal(b, &d); err != nil {
-			t.Fatalf("%s: not JSON: %v", f, err)
+		if err := json.Unmarshal(files[name], &d); err != nil {
+			t.Fatalf("%s: not JSON: %v", name, err)
 		}
-		out = append(out, dashboardFile{f, d})
+		out = append(out, dashboardFile{name, d})
 	}
 	return out
 }
@@ -108,7 +102,7 @@ func TestDashboards(t *testing.T) {
 	known := datasourceUIDs(t)
 	seen := map[string]string{}
 	for _, d := range dashboards(t) {
-		name := filepath.Base(d.path)
+		name := d.name
 		uid, _ := d.json["uid"].(string)
 		if !readableUID.MatchString(uid) {
 			t.Errorf("%s: uid %q is not a stable readable uid", name, uid)
@@ -162,11 +156,7 @@ func TestDashboardQueries(t *testing.T) {
 			enabled = "," + v + ","
 		}
 	}
-	queries := lab.PanelQueries(t)
-	if len(queries) < 20 {
-		t.Errorf("only %d panel queries: dashboards missing?", len(queries))
-	}
-	for _, q := range queries {
+	for _, q := range lab.PanelQueries(t) {
 		names, err := lab.MetricNames(lab.Substitute(q.Expr, grafanaSamples))
 		if err != nil {
 			t.Errorf("%s: %s\n  %v", q, q.Expr, err)
@@ -184,6 +174,75 @@ func TestDashboardQueries(t *testing.T) {
 				t.Errorf("%s: %s needs --enable_metrics to include %q (compose has %q)", q, n, group, enabled)
 			}
 		}
+	}
+}
+
+// Every panel that shows data has a query, each breakdown term of the
+// catalogue has its difference on a panel, and every path has the catalogue's
+// colour on every time series panel (the report draws it in the same colour).
+func TestDashboardPanels(t *testing.T) {
+	c := lab.ReadCatalogue(t)
+	terms := map[string]bool{} // breakdown terms not yet found
+	for _, term := range c.Breakdown.Terms {
+		terms[term.Key] = true
+	}
+	for _, d := range dashboards(t) {
+		name := d.name
+		var panels []struct {
+			Type, Title string
+			Targets     []struct{ Expr, LegendFormat string }
+			FieldConfig struct {
+				Overrides []struct {
+					Matcher    struct{ ID, Options string }
+					Properties []struct {
+						ID    string
+						Value struct{ FixedColor string }
+					}
+				}
+			}
+		}
+		b, _ := json.Marshal(d.json["panels"])
+		if err := json.Unmarshal(b, &panels); err != nil || len(panels) == 0 {
+			t.Errorf("%s: no panels (%v)", name, err)
+		}
+		for _, p := range panels {
+			if p.Type == "row" || p.Type == "text" {
+				continue
+			}
+			if len(p.Targets) == 0 {
+				t.Errorf("%s / %q: no query", name, p.Title)
+			}
+			for i, tg := range p.Targets {
+				if strings.TrimSpace(tg.Expr) == "" {
+					t.Errorf("%s / %q: query %d is empty", name, p.Title, i)
+				}
+				for _, term := range c.Breakdown.Terms {
+					a, b := term.Paths[0], term.Paths[1]
+					if regexp.MustCompile(`path="` + a + `".* - .*path="` + b + `"`).MatchString(tg.Expr) {
+						delete(terms, term.Key)
+					}
+				}
+			}
+			if p.Type != "timeseries" {
+				continue
+			}
+			colours := map[string]string{}
+			for _, o := range p.FieldConfig.Overrides {
+				for _, prop := range o.Properties {
+					if o.Matcher.ID == "byName" && prop.ID == "color" {
+						colours[o.Matcher.Options] = prop.Value.FixedColor
+					}
+				}
+			}
+			for _, path := range c.Order {
+				if colours[path] != c.Paths[path].Colour {
+					t.Errorf("%s / %q: path %s drawn in %q, catalogue.json says %s", name, p.Title, path, colours[path], c.Paths[path].Colour)
+				}
+			}
+		}
+	}
+	for key := range terms {
+		t.Errorf("breakdown term %s: no panel query subtracts its second path's latency from its first's", key)
 	}
 }
 

@@ -2,6 +2,8 @@ package lab
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -19,6 +21,24 @@ type PanelQuery struct {
 }
 
 func (q PanelQuery) String() string { return fmt.Sprintf("%s / %q", q.Dashboard, q.Panel) }
+
+// DashboardFiles reads grafana/dashboards/*.json: file name -> contents.
+func DashboardFiles(t testing.TB) map[string][]byte {
+	t.Helper()
+	files, _ := filepath.Glob(Path(t, "grafana", "dashboards", "*.json"))
+	if len(files) == 0 {
+		t.Fatal("no dashboards in grafana/dashboards")
+	}
+	out := map[string][]byte{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(f)] = b
+	}
+	return out
+}
 
 // PanelQueries reads every panel and annotation query of
 // grafana/dashboards/*.json (as the contract checker reads them).

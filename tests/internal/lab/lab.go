@@ -4,7 +4,6 @@
 package lab
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/compose-spec/compose-go/v2/dotenv"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -36,30 +36,20 @@ func Path(t testing.TB, parts ...string) string {
 	return filepath.Join(append([]string{Root(t)}, parts...)...)
 }
 
-// Env reads .env: the lab's one source of truth for versions, ports and limits.
+// Env reads .env: the lab's one source of truth for versions, ports and
+// limits, with compose's own parser (compose-go/dotenv, as `docker compose`
+// reads it), and no variable from this process's environment.
 func Env(t testing.TB) map[string]string {
 	t.Helper()
-	f, err := os.Open(Path(t, ".env"))
+	return EnvFile(t, Path(t, ".env"))
+}
+
+// EnvFile reads an env file as compose reads .env.
+func EnvFile(t testing.TB, path string) map[string]string {
+	t.Helper()
+	env, err := dotenv.GetEnvFromFile(map[string]string{}, []string{path})
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	env := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			t.Fatalf(".env line %d: %q is not KEY=value", n, line)
-		}
-		// Quotes group a value with spaces, as in compose's .env parser.
-		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
-			v = v[1 : len(v)-1]
-		}
-		env[k] = v
+		t.Fatalf("%s: %v", path, err)
 	}
 	return env
 }

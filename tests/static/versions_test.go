@@ -1,0 +1,120 @@
+package static
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"uds-lab/tests/internal/lab"
+)
+
+// One Go version: .env's GO_IMAGE (what users pull to build the lab's images)
+// is the default of every Dockerfile's GO_IMAGE, the go line of every go.mod,
+// and the Go the docs name (docs/ records runs, and keeps what they ran).
+func TestGoVersionOnce(t *testing.T) {
+	image := lab.Env(t)["GO_IMAGE"]
+	m := regexp.MustCompile(`^golang:([0-9]+\.[0-9]+\.[0-9]+)(-[a-z0-9]+)?$`).FindStringSubmatch(image)
+	if m == nil {
+		t.Fatalf(".env GO_IMAGE=%q: want golang:x.y.z[-variant]", image)
+	}
+	version := m[1]
+	goLine := regexp.MustCompile(`(?m)^(go|toolchain) (\S+)$`)
+	argLine := regexp.MustCompile(`(?m)^ARG GO_IMAGE=(\S+)$`)
+	imageInDocs := regexp.MustCompile(`golang:[0-9]+\.[0-9]+\.[0-9]+[-a-z0-9]*`)
+	goInDocs := regexp.MustCompile(`\bGo ([0-9]+\.[0-9]+\.[0-9]+)\b`)
+	seen := map[string]int{}
+	err := filepath.WalkDir(lab.Root(t), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(lab.Root(t), path)
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "results" || rel == "docs" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		name := d.Name()
+		if name != "go.mod" && name != "Dockerfile" && !strings.HasSuffix(name, ".md") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		switch {
+		case name == "go.mod":
+			seen["go.mod"]++
+			for _, l := range goLine.FindAllStringSubmatch(string(b), -1) {
+				if want := map[string]string{"go": version, "toolchain": "go" + version}[l[1]]; l[2] != want {
+					t.Errorf("%s: %s %s, want %s (.env GO_IMAGE=%s)", rel, l[1], l[2], want, image)
+				}
+			}
+			if !goLine.Match(b) {
+				t.Errorf("%s: no go line", rel)
+			}
+		case name == "Dockerfile":
+			for _, l := range argLine.FindAllStringSubmatch(string(b), -1) {
+				seen["Dockerfile"]++
+				if l[1] != image {
+					t.Errorf("%s: ARG GO_IMAGE=%s, .env has %s", rel, l[1], image)
+				}
+			}
+		default:
+			for _, l := range imageInDocs.FindAllString(string(b), -1) {
+				if l != image {
+					t.Errorf("%s names %s, .env has %s", rel, l, image)
+				}
+			}
+			for _, l := range goInDocs.FindAllStringSubmatch(string(b), -1) {
+				seen["docs"]++
+				if l[1] != version {
+					t.Errorf("%s names Go %s, .env builds with %s", rel, l[1], version)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, what := range []string{"go.mod", "Dockerfile", "docs"} {
+		if seen[what] == 0 {
+			t.Errorf("found no Go version in any %s: is the walk looking in the right place?", what)
+		}
+	}
+}
+
+// The README's configuration table lists what .env (or compose.yaml, for
+// what .env leaves unset) sets; make's own variables are documented apart.
+func TestReadmeConfigurationIsEnv(t *testing.T) {
+	b, err := os.ReadFile(lab.Path(t, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(b), "\n## Configuration\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	compose, err := os.ReadFile(lab.Path(t, "compose.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := lab.Env(t)
+	rows := 0
+	for _, row := range regexp.MustCompile("(?m)^\\| (`[^|]+) \\|").FindAllStringSubmatch(section, -1) {
+		for _, name := range regexp.MustCompile("`([A-Z0-9_*]+)`").FindAllStringSubmatch(row[1], -1) {
+			rows++
+			if strings.Contains(name[1], "*") {
+				continue
+			}
+			if _, ok := env[name[1]]; !ok && !strings.Contains(string(compose), "${"+name[1]) {
+				t.Errorf("README.md, Configuration: %s is neither set in .env nor read by compose.yaml", name[1])
+			}
+		}
+	}
+	if rows == 0 {
+		t.Error("README.md: no configuration table under ## Configuration")
+	}
+}
