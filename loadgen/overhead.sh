@@ -58,7 +58,7 @@ log "run $TESTID: setups ${SETUPS}, $ROUNDS rounds; full adds: ${watchers:-nothi
 
 mkdir -p "results/$TESTID"
 quietly "${COMPOSE[@]}" --profile load build wrk
-dotenv() { sed -n "s/^$1=//p" .env; }
+dotenv() { scripts/dotenv.sh "$1"; } # .env, read as compose reads it
 if [[ ,$SETUPS, == *,minimal,* ]]; then
   GO_IMAGE=${GO_IMAGE:-$(dotenv GO_IMAGE)} APP_RUNTIME_IMAGE=${APP_RUNTIME_IMAGE:-$(dotenv APP_RUNTIME_IMAGE)}
   quietly docker build -q -t "$MINIMAL_IMAGE" --build-arg "GO_IMAGE=${GO_IMAGE}" \
