@@ -137,6 +137,14 @@ func TestLab(t *testing.T) {
 		t.Cleanup(func() { step(t, "make up: back to the lab's app", func() { mk(t, "up") }) })
 		swapApp(t, prom, nginx, minimalImage, testid+"-swap")
 	})
+	// The reference stacks (stand-ins from Debian's packages, running the same
+	// app code and config as stacks/*), each behind the lab: every path serves.
+	t.Run("stacks", func(t *testing.T) {
+		t.Cleanup(func() { step(t, "make up: back to the lab's app", func() { mk(t, "up") }) })
+		for _, name := range []string{"php-fpm", "gunicorn", "node"} {
+			t.Run(name, func(t *testing.T) { stackRun(t, prom, name, testid+"-"+name) })
+		}
+	})
 	// A crash leaves the socket behind; make down and make up start over it,
 	// and Prometheus keeps its data across them.
 	t.Run("stale-socket", func(t *testing.T) { staleSocket(t, prom, nginx) })
@@ -255,6 +263,33 @@ func maxRun(t *testing.T, run, gen, paths, rounds, duration string) {
 		}
 	}
 	t.Logf("%s", mustRead(t, lab.Path(t, "results", run, "report.md")))
+}
+
+// stackRun starts the lab on a reference stack with the settings of its
+// stacks/<name>/lab.env (the stand-in image in place of the one users build),
+// and runs a short make load on every path: nginx must decide the app is
+// ready without an image HEALTHCHECK, and no request may fail.
+func stackRun(t *testing.T, prom, name, testid string) {
+	image := os.Getenv("STACK_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_IMAGE")
+	if image == "" {
+		t.Fatalf("no stand-in image for %s (tests/e2e/standins.sh prints STACK_*_IMAGE)", name)
+	}
+	args := []string{"up", "APP_IMAGE=" + image}
+	for _, line := range strings.Split(mustRead(t, lab.Path(t, "stacks", name, "lab.env")), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "APP_IMAGE=") {
+			args = append(args, line)
+		}
+	}
+	step(t, "make "+strings.Join(args, " "), func() { mk(t, args...) })
+	load := append([]string{"load", "TESTID=" + testid, "SCENARIO=ping", "PATHS=" + allPaths(),
+		"RATE=20", "DURATION=5", "ROUNDS=1", "WARMUP=0"}, args[1:]...) // the same settings: compose must not see nginx or the app as changed
+	step(t, "make load on "+name, func() { mk(t, load...) })
+	requests, failed, _ := phases(t, testid)
+	if requests < float64(len(paths))*80 || failed != 0 {
+		t.Errorf("%s: k6 sent %v requests over %d paths, %v failed; want >= 80 a path and none failed", name, requests, len(paths), failed)
+	}
+	total := pushed(t, prom, testid)
+	t.Logf("%s: %v requests through every path, none failed", name, total)
 }
 
 // staleSocket kills the app (docker kill: its socket stays in the volume, as
