@@ -96,5 +96,6 @@ def build_report(k6, compose, query, prometheus_url=None):
         "headline": headline(settings),
         "warnings": warnings,
         "charts": [],
-        "queries": {k: v.replace("[0s] @ 0.000", "[<duration>s] @ <window end>") for k, v in templates.items()},
+        "queries": {**{k: v.replace("[0s] @ 0.000", "[<duration>s] @ <window end>") for k, v in templates.items()},
+                    "idle_ctx_switches": "node_context_switches_total[<idle length>s] @ <idle end> (raw samples)"},
     }

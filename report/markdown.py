@@ -59,7 +59,7 @@ def machine_block(rep):
     images = ", ".join(f"{n} `{i}`" for n, i in c["images"].items() if i) or "n/a (no compose.json)"
     lines.append(f"- Images: {images}")
     pace = ("connections",) if is_max(s) else ("rate",)
-    keys = ("mode", "workloads", "paths") + pace + ("duration", "rounds", "warmup", "endpoint", "cpu_iterations", "sleep_ms")
+    keys = ("mode", "workloads", "paths") + pace + ("duration", "rounds", "warmup", "idle", "endpoint", "cpu_iterations", "sleep_ms")
     shown = ", ".join(f"{k}={','.join(map(str, s[k])) if isinstance(s.get(k), list) else s.get(k)}" for k in keys if k in s)
     lines.append(f"- Load generator {gen}: {shown}; gap between phases {rep.get('gap_s')} s")
     lines.append(f"- {idle_line(rep.get('idle_baseline') or {})}")
@@ -191,7 +191,7 @@ def render_markdown(rep):
         f"of its CPU limit (fewer drops are shown in the tables, not warned about); **short_phase** under "
         f"{MIN_PHASE_S} s (two scrapes); **same_ceiling** (max mode) when every path is within "
         f"{SAME_CEILING - 1:.0%} of the others; **spread** as above; **errors** on any failed request or nginx 5xx.",
-        "- Context switches per request, per request the load generator completed: **app** is the app process's own "
+        "- Context switches, per request the load generator completed: **app** is the app process's own "
         "(`app_process_context_switches_total`, getrusage: voluntary + involuntary), what the path makes the app do; "
         "it is judged like the other costs. **host above idle** is the whole host's (node-exporter) less its "
         "background: the run starts with `IDLE` seconds without requests, the host's switches per second there "
@@ -204,7 +204,7 @@ def render_markdown(rep):
         "namespaces) to the app; `tcp-lo` and `tcp-lo-ka` come from nginx-lo, the same nginx in the app's network "
         "namespace, over loopback; `uds*` use the Unix socket. The control `uds-lo` (the socket through nginx-lo) "
         "should match `uds`: the difference between them is what the two nginx instances alone account for.",
-        "- nginx CPU per request needs cAdvisor, context switches node-exporter; `make up` leaves them out where "
+        "- nginx CPU per request needs cAdvisor, the host's context switches node-exporter (the app's come from the app); `make up` leaves them out where "
         "they cannot run (`make doctor` says why). A figure that is n/a in every round says why in its cell; the "
         "warnings list the rest. Where a collector samples less often than a phase is long (cAdvisor: every 5-10 s), "
         "the figure is read from the samples around the phase's window, an estimate the warnings name.",
