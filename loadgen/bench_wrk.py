@@ -50,8 +50,9 @@ def lab_throughput(report):
 
 def wrk_run(args):
     """wrk on its own, same plan: per path and round, wrk's own requests/s."""
+    # No idle phase: wrk's own figures need no background to subtract.
     env = {"DURATION": str(args.duration), "ROUNDS": str(args.rounds), "WARMUP": str(args.warmup),
-           "CONNECTIONS": str(args.connections)}
+           "CONNECTIONS": str(args.connections), "IDLE": "0"}
     s = wrk_runner.read_settings(env, CATALOGUE)
     compose = os.environ.get("COMPOSE", "docker compose").split()
     subprocess.run(compose + ["--profile", "load", "build", "wrk"], cwd=ROOT, check=True, capture_output=True)

@@ -11,6 +11,8 @@
 //   DURATION  seconds per measured phase                      20
 //   ROUNDS    measured phases per path and workload           3
 //   WARMUP    seconds of warm-up per path and workload        5
+//   IDLE      seconds with no requests before the first phase 10
+//             (the host's background, which the report subtracts; 0: none)
 //   CONNECTIONS  virtual users in MODE=max                    64
 //   ENDPOINT  app route for SCENARIO=custom (your own app)    /ping
 //   CPU_ITERATIONS, SLEEP_MS  parameters of the cpu and sleep workloads
@@ -88,6 +90,7 @@ const SETTINGS = {
   duration: wholeNumber('DURATION', 20, 1),
   rounds: wholeNumber('ROUNDS', 3, 1),
   warmup: wholeNumber('WARMUP', 5, 0),
+  idle: wholeNumber('IDLE', 10, 0),
   cpu_iterations: CPU_ITERATIONS,
   sleep_ms: SLEEP_MS,
   endpoint: ENDPOINT,
@@ -96,10 +99,15 @@ const TESTID = setting('TESTID', `run-${Date.now()}`);
 if (!/^[A-Za-z0-9_.-]+$/.test(TESTID)) throw new Error(`TESTID="${TESTID}": use letters, digits, . _ -`);
 const RESULTS = setting('RESULTS', '/results');
 
-// The plan: every phase in the order it runs, with its offset from the start.
+// The idle phase (no requests: the host's background, measured by the report),
+// or null when IDLE=0 (idle_window in plan.py). It starts the run.
+const IDLE_WINDOW = SETTINGS.idle > 0 ? { start_offset_s: 0, duration_s: SETTINGS.idle } : null;
+
+// The plan: every phase in the order it runs, with its offset from the start
+// (after the idle phase and a gap, when there is one).
 function plan(s) {
   const phases = [];
-  let at = 0;
+  let at = s.idle > 0 ? s.idle + GAP_SECONDS : 0;
   const add = (workload, path, round, seconds) => {
     phases.push({
       name: `${workload}__${path}__r${round}`,
@@ -134,7 +142,8 @@ function clock(seconds) {
 }
 function describe(s, phases) {
   const warm = s.warmup > 0 ? `${s.warmup} s warm-up + ` : '';
-  return `${phases.length} phases, about ${clock(LENGTH_S)}: ${s.workloads.length} workload(s) x `
+  const idle = s.idle > 0 ? `${s.idle} s idle + ` : '';
+  return `${phases.length} phases, about ${clock(LENGTH_S)}: ${idle}${s.workloads.length} workload(s) x `
     + `${s.paths.length} paths x (${warm}${s.rounds} x ${s.duration} s), ${GAP_SECONDS} s between phases`;
 }
 
@@ -239,6 +248,7 @@ export function handleSummary(data) {
     urls: Object.fromEntries(SETTINGS.paths.map((p) => [p, URLS[p]])),
     start_ms: data.setup_data ? data.setup_data.start_ms : null,
     gap_s: GAP_SECONDS,
+    idle: IDLE_WINDOW,
     settings: SETTINGS,
     phases: perPhase,
     totals: {

@@ -92,9 +92,11 @@ measure() {
   local id=$TESTID.$1-r$2 dir=results/$TESTID/$1-r$2 user
   user="$(id -u):$(id -g)"
   mkdir -p "$dir"
-  TESTID=$id ROUNDS=1 "${COMPOSE[@]}" --profile load run --rm --no-deps --user "$user" wrk >"$dir/wrk.log"
+  # IDLE=0: no idle phase (no report reads these runs; the throughput and
+  # latency need no background to subtract).
+  TESTID=$id ROUNDS=1 IDLE=0 "${COMPOSE[@]}" --profile load run --rm --no-deps --user "$user" wrk >"$dir/wrk.log"
   mv "results/$id/load.json" "$dir/max.json"
-  TESTID=$id ROUNDS=1 MODE=rate "${COMPOSE[@]}" --profile load run --rm --no-deps --user "$user" \
+  TESTID=$id ROUNDS=1 IDLE=0 MODE=rate "${COMPOSE[@]}" --profile load run --rm --no-deps --user "$user" \
     k6 run --quiet /loadgen/load.js >"$dir/k6.log" 2>&1
   mv "results/$id/load.json" "$dir/rate.json"
   rmdir "results/$id"

@@ -1,6 +1,9 @@
 """The run plan, in Python: which phases a run has, in which order, named how.
 
-For each workload (SCENARIO, in order): a warm-up phase per path (round 0,
+First an idle phase (IDLE seconds, no requests, skipped when IDLE=0): the
+report measures the host's background there (its context switches per
+second) and subtracts it from each phase. Then for each workload (SCENARIO,
+in order): a warm-up phase per path (round 0,
 WARMUP seconds, skipped when WARMUP=0), then ROUNDS rounds of every path in
 turn (DURATION seconds each), one path at a time, GAP_SECONDS apart. A phase is
 named `<workload>__<path>__r<round>`. Paths and workloads come from
@@ -70,6 +73,7 @@ def read_settings(env, catalogue):
         "duration": whole(env, "DURATION", 20, 1),
         "rounds": whole(env, "ROUNDS", 3, 1),
         "warmup": whole(env, "WARMUP", 5, 0),
+        "idle": whole(env, "IDLE", 10, 0),
         "cpu_iterations": whole(env, "CPU_ITERATIONS", 10000, 1),
         "sleep_ms": whole(env, "SLEEP_MS", 10, 0),
         "endpoint": setting(env, "ENDPOINT", "/ping"),
@@ -85,9 +89,16 @@ def routes(workloads, s):
     return {w: re.sub(r"\{([A-Z_]+)\}", lambda m: str(params[m.group(1)]), d["route"]) for w, d in workloads.items()}
 
 
+def idle_window(s):
+    """The idle phase load.json records (no requests: the host's background), or
+    None when IDLE=0. It starts the run; the first phase follows a gap after it."""
+    return {"start_offset_s": 0, "duration_s": s["idle"]} if s["idle"] > 0 else None
+
+
 def plan(s, route):
-    """Every phase in run order, with its planned offset from the start."""
-    phases, at = [], 0
+    """Every phase in run order, with its planned offset from the start (after
+    the idle phase and a gap, when there is one)."""
+    phases, at = [], (s["idle"] + GAP_SECONDS if s["idle"] > 0 else 0)
     for w in s["workloads"]:
         order = [(p, 0, s["warmup"]) for p in s["paths"]] if s["warmup"] > 0 else []
         order += [(p, r, s["duration"]) for r in range(1, s["rounds"] + 1) for p in s["paths"]]
@@ -119,7 +130,8 @@ def clock(seconds):
 def describe(s, phases):
     """The plan's length in words, said before a run starts (load.js says the same)."""
     warm = f"{s['warmup']} s warm-up + " if s["warmup"] > 0 else ""
-    return (f"{len(phases)} phases, about {clock(length_s(phases))}: {len(s['workloads'])} workload(s) x "
+    idle = f"{s['idle']} s idle + " if s["idle"] > 0 else ""
+    return (f"{len(phases)} phases, about {clock(length_s(phases))}: {idle}{len(s['workloads'])} workload(s) x "
             f"{len(s['paths'])} paths x ({warm}{s['rounds']} x {s['duration']} s), {GAP_SECONDS} s between phases")
 
 

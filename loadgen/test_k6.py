@@ -27,7 +27,7 @@ def k6():
 
 
 # What load.js reads: a value in the test's own environment must not reach it.
-SETTINGS = {"MODE", "SCENARIO", "PATHS", "RATE", "DURATION", "ROUNDS", "WARMUP", "CONNECTIONS", "ENDPOINT",
+SETTINGS = {"MODE", "SCENARIO", "PATHS", "RATE", "DURATION", "ROUNDS", "WARMUP", "IDLE", "CONNECTIONS", "ENDPOINT",
             "CPU_ITERATIONS", "SLEEP_MS", "TESTID", "CATALOGUE", "RESULTS"}
 
 
@@ -53,8 +53,9 @@ def python_plan(env):
 @pytest.mark.parametrize("settings", [
     {},  # .env's defaults are the script's defaults, but for PATHS (all the catalogue's)
     {"SCENARIO": "ping,bytes-1k,cpu", "PATHS": "uds,tcp", "ROUNDS": "2", "WARMUP": "0", "DURATION": "7",
-     "CPU_ITERATIONS": "12"},
-    {"MODE": "max", "SCENARIO": "custom", "ENDPOINT": "/mine", "PATHS": "tcp-lo-ka", "ROUNDS": "1", "WARMUP": "3"},
+     "CPU_ITERATIONS": "12", "IDLE": "0"},
+    {"MODE": "max", "SCENARIO": "custom", "ENDPOINT": "/mine", "PATHS": "tcp-lo-ka", "ROUNDS": "1", "WARMUP": "3",
+     "IDLE": "4"},
 ])
 def test_k6s_plan_is_plan_py(k6, settings):
     res = subprocess.run([k6, "inspect", "--include-system-env-vars", str(SCRIPT)], env=k6_env(CATALOGUE=runplan.ROOT / "catalogue.json", **settings),
@@ -78,7 +79,7 @@ def test_k6s_plan_is_plan_py(k6, settings):
 def test_k6_writes_a_load_json_of_the_schemas_shape(k6, tmp_path, local_catalogue, mode):
     catalogue, hits = local_catalogue
     settings = {"MODE": mode, "SCENARIO": "bytes-100", "PATHS": "uds-ka", "ROUNDS": "1", "WARMUP": "0",
-                "DURATION": "1", "RATE": "20", "CONNECTIONS": "2", "TESTID": "k1"}
+                "DURATION": "1", "RATE": "20", "CONNECTIONS": "2", "TESTID": "k1", "IDLE": "1"}
     (tmp_path / "k1").mkdir()
     res = subprocess.run([k6, "run", "--quiet", "--no-color", str(SCRIPT)],
                          env=k6_env(CATALOGUE=catalogue, RESULTS=tmp_path, **settings),
@@ -95,3 +96,14 @@ def test_k6_writes_a_load_json_of_the_schemas_shape(k6, tmp_path, local_catalogu
     assert ph["requests"] > 0 and ph["failed_rate"] == 0 and hits["/uds-ka/bytes/100"] >= ph["requests"]
     assert load["settings"]["mode"] == mode and load["settings"]["generator"] == "k6"
     assert load["gap_s"] == runplan.GAP_SECONDS
+    assert load["idle"] == runplan.idle_window(s) == {"start_offset_s": 0, "duration_s": 1}
+    assert load["settings"]["idle"] == 1
+
+
+@pytest.mark.parametrize("idle", ["-1", "x", "1.5"])
+def test_k6_refuses_a_bad_idle(k6, idle):
+    res = subprocess.run([k6, "inspect", "--include-system-env-vars", str(SCRIPT)],
+                         env=k6_env(CATALOGUE=runplan.ROOT / "catalogue.json", IDLE=idle),
+                         capture_output=True, text=True, timeout=60)
+    said = (res.stdout + res.stderr).replace('\\"', '"')  # k6 logs the message with its quotes escaped
+    assert res.returncode != 0 and f'IDLE="{idle}": must be a whole number >= 0' in said, said

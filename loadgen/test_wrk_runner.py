@@ -32,6 +32,8 @@ def test_defaults_and_routes():
     ({"SCENARIO": "nope"}, 'SCENARIO: unknown "nope"'),
     ({"CONNECTIONS": "2", "WRK_THREADS": "4"}, "CONNECTIONS=2: must be >= WRK_THREADS=4"),
     ({"ENDPOINT": "x"}, 'ENDPOINT="x": must start with /'),
+    ({"IDLE": "-1"}, 'IDLE="-1": must be a whole number >= 0'),
+    ({"IDLE": "5s"}, 'IDLE="5s": must be a whole number >= 0'),
 ])
 def test_bad_settings_are_named(env, message):
     with pytest.raises(runplan.SettingError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -40,7 +42,7 @@ def test_bad_settings_are_named(env, message):
 
 def test_plan_warms_up_then_alternates_rounds():
     s = runplan.read_settings({"PATHS": "tcp,uds", "ROUNDS": "2", "WARMUP": "3", "DURATION": "10",
-                               "SCENARIO": "ping,cpu"}, CATALOGUE)
+                               "SCENARIO": "ping,cpu", "IDLE": "0"}, CATALOGUE)
     phases = runplan.plan(s, runplan.routes(WORKLOADS, s))
     assert [p["name"] for p in phases] == [
         "ping__tcp__r0", "ping__uds__r0", "ping__tcp__r1", "ping__uds__r1", "ping__tcp__r2", "ping__uds__r2",
@@ -53,14 +55,27 @@ def test_plan_warms_up_then_alternates_rounds():
     assert [p["name"] for p in runplan.plan(s, runplan.routes(WORKLOADS, s))] == ["ping__tcp__r1"]
 
 
+@pytest.mark.parametrize("idle, first", [("0", 0), ("1", 3), ("10", 12)])
+def test_the_idle_phase_comes_first(idle, first):
+    """IDLE seconds with no requests, then a gap, then the first phase; IDLE=0: none."""
+    s = runplan.read_settings({"PATHS": "tcp", "ROUNDS": "1", "WARMUP": "0", "DURATION": "5", "IDLE": idle},
+                              CATALOGUE)
+    phases = runplan.plan(s, runplan.routes(WORKLOADS, s))
+    assert phases[0]["start_offset_s"] == first and runplan.length_s(phases) == first + 5
+    want = None if idle == "0" else {"start_offset_s": 0, "duration_s": int(idle)}
+    assert runplan.idle_window(s) == want
+    assert (f"{idle} s idle + " in runplan.describe(s, phases)) == (idle != "0")
+
+
 def test_the_default_plan_states_its_length():
     """`make load` with .env's defaults (the README quotes these lines): what it
     says before it starts and as each phase starts."""
     s = runplan.read_settings({"PATHS": "tcp,uds,tcp-ka,uds-ka,tcp-lo,tcp-lo-ka,uds-lo"}, CATALOGUE)
     phases = runplan.plan(s, runplan.routes(WORKLOADS, s))
-    # 1 workload x 7 paths x (5 s + 3 x 20 s) = 455 s, and 27 gaps of 2 s: 509 s.
+    # 10 s idle, then 1 workload x 7 paths x (5 s + 3 x 20 s) = 455 s, and 28 gaps of 2 s: 521 s.
     assert runplan.describe(s, phases) == (
-        "28 phases, about 8m29s: 1 workload(s) x 7 paths x (5 s warm-up + 3 x 20 s), 2 s between phases")
+        "28 phases, about 8m41s: 10 s idle + 1 workload(s) x 7 paths x (5 s warm-up + 3 x 20 s), "
+        "2 s between phases")
     assert runplan.progress(phases, 0) == "phase 1/28 ping__tcp__r0: about 8m29s left"
     assert runplan.progress(phases, 27) == "phase 28/28 ping__uds-lo__r3: about 20s left"
     assert runplan.clock(3725) == "1h02m05s"
@@ -84,15 +99,18 @@ def test_wrk_runner_writes_a_load_json_of_the_schemas_shape(tmp_path, local_cata
     catalogue, hits = local_catalogue
     env = {**os.environ, "WRK_LOCAL": "1", "CATALOGUE": str(catalogue), "RESULTS": str(tmp_path), "TESTID": "w1",
            "PATHS": "tcp-ka", "SCENARIO": "bytes-100", "ROUNDS": "1", "WARMUP": "0", "DURATION": "1",
-           "CONNECTIONS": "2", "WRK_THREADS": "1"}
+           "CONNECTIONS": "2", "WRK_THREADS": "1", "IDLE": "1"}
     res = subprocess.run([sys.executable, str(runplan.HERE / "wrk_runner.py")], env=env, capture_output=True,
                          text=True, timeout=30)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "1 phases, about 1s: 1 workload(s) x 1 paths x (1 x 1 s)" in res.stdout
+    assert "1 phases, about 4s: 1 s idle + 1 workload(s) x 1 paths x (1 x 1 s)" in res.stdout
     assert "phase 1/1 bytes-100__tcp-ka__r1: about 1s left" in res.stdout
+    assert "idle 1 s: no requests" in res.stdout
     load = json.loads((tmp_path / "w1" / "load.json").read_text())
     jsonschema.validate(load, json.loads(runplan.SCHEMA.read_text()))
     (ph,) = load["phases"]
     assert ph["name"] == "bytes-100__tcp-ka__r1" and ph["endpoint"] == "/bytes/100" and ph["requests"] > 0
     assert ph["failed_rate"] == 0 and load["settings"]["generator"] == "wrk"
+    # The idle second, then the gap: the phase starts no earlier than planned.
+    assert load["idle"] == {"start_offset_s": 0, "duration_s": 1} and ph["start_offset_s"] >= 3
     assert hits.get("/tcp-ka/bytes/100", 0) >= ph["requests"]

@@ -6,7 +6,7 @@ results/<TESTID>/load.json (shape: load.schema.json), naming wrk as the
 generator of every figure.
 
 Settings from the environment (.env, your shell or make's command line):
-SCENARIO, PATHS, DURATION, ROUNDS, WARMUP, CONNECTIONS, WRK_THREADS, TESTID,
+SCENARIO, PATHS, DURATION, ROUNDS, WARMUP, IDLE, CONNECTIONS, WRK_THREADS, TESTID,
 CPU_ITERATIONS, SLEEP_MS, ENDPOINT; CATALOGUE and RESULTS (tests) name another
 catalogue.json and results folder. `make max` runs this script inside the wrk
 container (compose.yaml's wrk service sets WRK_LOCAL=1): each phase runs wrk
@@ -97,9 +97,16 @@ def main():
     print(f"uds-lab wrk run {testid}: max throughput, {s['connections']} connections; "
           f"{runplan.describe(s, phases)}\n")
     print(f"{'phase':28} {'requests':>9} {'req/s':>9} {'errors':>7} {'p50':>10} {'p99':>10}")
+    # The run starts with the idle phase (no requests), when there is one: the
+    # phases' offsets then count from its start, as k6's do.
     t0 = None
+    idle = runplan.idle_window(s)
+    if idle is not None:
+        print(f"idle {idle['duration_s']} s: no requests (the host's background, for the report)", flush=True)
+        t0 = int(time.time() * 1000)
+        time.sleep(idle["duration_s"])
     for i, ph in enumerate(phases):
-        if i > 0:
+        if i > 0 or idle is not None:
             time.sleep(runplan.GAP_SECONDS)
         print(runplan.progress(phases, i), flush=True)
         start, _, w = run_phase(compose, s, f"{urls[ph['path']]}{ph['endpoint']}", ph)
@@ -113,7 +120,7 @@ def main():
     failed = sum(p["failed_rate"] * p["requests"] for p in measured)
     out = {
         "testid": testid, "urls": {p: urls[p] for p in s["paths"]}, "start_ms": t0, "gap_s": runplan.GAP_SECONDS,
-        "settings": s, "phases": phases,
+        "idle": idle, "settings": s, "phases": phases,
         "totals": {"requests": requests, "failed_rate": failed / requests if requests else 0},
         "thresholds_failed": ["http_req_failed"] if requests and failed / requests >= 0.01 else [],
     }

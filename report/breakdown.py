@@ -8,11 +8,12 @@ from report.values import div, generator, is_max, mean
 # another's, round by round (a path's round r against the other's round r, as
 # the ratios).
 TERMS = [(t["key"], t["label"], *t["paths"]) for t in CATALOGUE["breakdown"]["terms"]]
-# The figures a term is given in, in microseconds: (key in METRICS, label, scale to µs).
+# The figures a term is given in: (key in METRICS, label, scale to the unit, unit).
 TERM_FIGURES = [
-    ("client_p50_ms", "client p50 latency", 1e3),
-    ("app_cpu_us_per_req", "app CPU per request", 1.0),
-    ("nginx_cpu_us_per_req", "nginx CPU per request", 1.0),
+    ("client_p50_ms", "client p50 latency", 1e3, "µs"),
+    ("app_cpu_us_per_req", "app CPU per request", 1.0, "µs"),
+    ("app_ctx_switches_per_req", "app context switches per request", 1.0, ""),
+    ("nginx_cpu_us_per_req", "nginx CPU per request", 1.0, "µs"),
 ]
 
 
@@ -53,7 +54,7 @@ def breakdown(phases, workload, figures=TERM_FIGURES):
     for key, label, a, b in TERMS:
         if a in rounds and b in rounds:
             out[key] = {"label": label, "minuend": a, "subtrahend": b, "figures": {
-                f: diff_stats(rounds[a].get(f, {}), rounds[b].get(f, {}), scale) for f, _, scale in figures}}
+                f: diff_stats(rounds[a].get(f, {}), rounds[b].get(f, {}), scale) for f, _, scale, _ in figures}}
     return out
 
 
@@ -62,13 +63,14 @@ def fmt_diff(d, unit="µs", share=True):
     share adds it as a share of the second path's figure."""
     if d is None:
         return "n/a"
-    rng = f"{d['min']:,.1f} to {d['max']:,.1f} {unit}"
+    u = f" {unit}" if unit else ""
+    rng = f"{d['min']:,.1f} to {d['max']:,.1f}{u}"
     if d["rounds"] < 2:
-        return f"{d['mean']:,.1f} {unit} (1 round: spread unknown)"
+        return f"{d['mean']:,.1f}{u} (1 round: spread unknown)"
     if not measurable(d):
         return f"no measurable difference ({rng})"
     rel = f", {d['relative']:.0%}" if share and d.get("relative") else ""
-    return f"{d['mean']:,.1f} {unit} ({rng}{rel})"
+    return f"{d['mean']:,.1f}{u} ({rng}{rel})"
 
 
 def answer(w, phases, settings):

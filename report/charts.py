@@ -60,7 +60,8 @@ def stack_bars(wl, key, scale):
 
 def write_breakdown_chart(plt, w, wl, out_dir):
     """The stacked chart, one panel per figure that has bars; None when there is nothing to stack."""
-    panels = [(f, label, scale, stack_bars(wl, f, scale)) for f, label, scale in TERM_FIGURES]
+    # Time only (µs): counts of switches do not stack with it.
+    panels = [(f, label, scale, stack_bars(wl, f, scale)) for f, label, scale, unit in TERM_FIGURES if unit == "µs"]
     panels = [p for p in panels if len(p[3]) > 1]
     if not panels:
         return None

@@ -3,7 +3,7 @@ which puts every part together into what report.json holds."""
 from datetime import datetime, timezone
 
 from report.breakdown import answer, breakdown
-from report.queries import phase_figures, server_queries
+from report.queries import idle_baseline, phase_figures_with, server_queries
 from report.stats import aggregate, common_reason
 from report.values import generator, headline, is_max, labels, number, scalar
 from report.warnings import MIN_PHASE_S, figure_warnings, phase_warnings, ratio_warnings, warning
@@ -50,7 +50,8 @@ def build_report(k6, compose, query, prometheus_url=None):
     machine = machine_info(query)  # first query: a Prometheus that does not answer stops here
     gen = generator(settings)
     comp = compose_info(compose, gen)
-    phases = phase_figures(k6, query)
+    baseline = idle_baseline(k6, query)
+    phases = phase_figures_with(k6, query, baseline)
     workloads = aggregate(phases, settings)
     for w, wl in workloads.items():
         wl["breakdown"] = breakdown(phases, w)
@@ -82,6 +83,7 @@ def build_report(k6, compose, query, prometheus_url=None):
         "prometheus": prometheus_url,
         "start_ms": k6.get("start_ms"),
         "gap_s": k6.get("gap_s"),
+        "idle_baseline": baseline,
         "settings": settings,
         "machine": machine,
         "compose": comp,
@@ -94,5 +96,6 @@ def build_report(k6, compose, query, prometheus_url=None):
         "headline": headline(settings),
         "warnings": warnings,
         "charts": [],
-        "queries": {k: v.replace("[0s] @ 0.000", "[<duration>s] @ <window end>") for k, v in templates.items()},
+        "queries": {**{k: v.replace("[0s] @ 0.000", "[<duration>s] @ <window end>") for k, v in templates.items()},
+                    "idle_ctx_switches": "node_context_switches_total[<idle length>s] @ <idle end> (raw samples)"},
     }

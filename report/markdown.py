@@ -59,10 +59,21 @@ def machine_block(rep):
     images = ", ".join(f"{n} `{i}`" for n, i in c["images"].items() if i) or "n/a (no compose.json)"
     lines.append(f"- Images: {images}")
     pace = ("connections",) if is_max(s) else ("rate",)
-    keys = ("mode", "workloads", "paths") + pace + ("duration", "rounds", "warmup", "endpoint", "cpu_iterations", "sleep_ms")
+    keys = ("mode", "workloads", "paths") + pace + ("duration", "rounds", "warmup", "idle", "endpoint", "cpu_iterations", "sleep_ms")
     shown = ", ".join(f"{k}={','.join(map(str, s[k])) if isinstance(s.get(k), list) else s.get(k)}" for k in keys if k in s)
     lines.append(f"- Load generator {gen}: {shown}; gap between phases {rep.get('gap_s')} s")
+    lines.append(f"- {idle_line(rep.get('idle_baseline') or {})}")
     return lines
+
+
+def idle_line(b):
+    """The idle baseline in words: the host's background the phases have subtracted, or why there is none."""
+    rate = b.get("host_ctx_switches_per_s")
+    if rate is None:
+        return f"Idle baseline: n/a ({b.get('missing') or 'not measured'}): host context switches are not shown"
+    return (f"Idle baseline: the host made {rate:,.0f} context switches/s with no requests ({b['duration_s']:g} s "
+            f"before the first phase, {b['samples']} node-exporter samples); each phase's host figure has this "
+            "rate x its length subtracted")
 
 
 def na_cell(entry, key, decimals):
@@ -80,8 +91,9 @@ def workload_section(w, wl, charts, settings=None):
     lines += [
         "Means over the measured rounds (warm-up left out).",
         "",
-        "| path | req/s | client p50 | p95 | p99 (ms) | app p50 | p99 (ms) | nginx connect (ms) | app CPU µs/req | nginx CPU µs/req | ctx switches/req | errors |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| path | req/s | client p50 | p95 | p99 (ms) | app p50 | p99 (ms) | nginx connect (ms) | app CPU µs/req | "
+        "app ctx switches/req | nginx CPU µs/req | host ctx switches/req above idle | errors |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for path, e in wl["paths"].items():
         m = e["mean"]
@@ -89,8 +101,9 @@ def workload_section(w, wl, charts, settings=None):
         lines.append(
             f"| {path} | {fmt(m['rps'], 1)} | {fmt(m['client_p50_ms'], 3)} | {fmt(m['client_p95_ms'], 3)} | "
             f"{fmt(m['client_p99_ms'], 3)} | {fmt(m['app_p50_ms'], 3)} | {fmt(m['app_p99_ms'], 3)} | "
-            f"{fmt(m['nginx_connect_ms'], 3)} | {fmt(m['app_cpu_us_per_req'], 1)} | {nginx_cpu} | "
-            f"{na_cell(e, 'ctx_switches_per_req', 2)} | {errors_cell(e)} |"
+            f"{fmt(m['nginx_connect_ms'], 3)} | {fmt(m['app_cpu_us_per_req'], 1)} | "
+            f"{na_cell(e, 'app_ctx_switches_per_req', 2)} | {nginx_cpu} | "
+            f"{na_cell(e, 'host_ctx_switches_per_req', 2)} | {errors_cell(e)} |"
         )
     lines.append("")
     if not wl["tcp_measured"]:
@@ -100,8 +113,9 @@ def workload_section(w, wl, charts, settings=None):
             "Ratio to tcp, computed per round (path's round r / tcp's round r), then the mean and (min-max) over rounds. "
             "Below 1: less than tcp.",
             "",
-            f"| path | req/s ratio | p50 ratio (min-max) | p99 ratio | app CPU ratio | nginx CPU ratio | ctx switches ratio | verdict ({METRICS[headline(settings)[0]][0]}) |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| path | req/s ratio | p50 ratio (min-max) | p99 ratio | app CPU ratio | app ctx switches ratio | "
+            f"nginx CPU ratio | host ctx switches ratio | verdict ({METRICS[headline(settings)[0]][0]}) |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for path, e in wl["paths"].items():
             r = e["ratio_to_tcp"]
@@ -109,8 +123,8 @@ def workload_section(w, wl, charts, settings=None):
                 continue
             lines.append(
                 f"| {path} | {fmt_ratio(r['rps'])} | {fmt_ratio(r['client_p50_ms'])} | {fmt_ratio(r['client_p99_ms'])} | "
-                f"{fmt_ratio(r['app_cpu_us_per_req'])} | {fmt_ratio(r['nginx_cpu_us_per_req'])} | "
-                f"{fmt_ratio(r['ctx_switches_per_req'])} | {e['verdict']} |"
+                f"{fmt_ratio(r['app_cpu_us_per_req'])} | {fmt_ratio(r['app_ctx_switches_per_req'])} | "
+                f"{fmt_ratio(r['nginx_cpu_us_per_req'])} | {fmt_ratio(r['host_ctx_switches_per_req'])} | {e['verdict']} |"
             )
         lines.append("")
     lines += breakdown_table(wl.get("breakdown") or {})
@@ -121,18 +135,18 @@ def workload_section(w, wl, charts, settings=None):
 
 
 def breakdown_table(terms):
-    """Where the time goes: each term's difference, per figure, in µs."""
+    """Where the time goes: each term's difference, per figure, in its unit."""
     if not terms:
         return []
     lines = [
         "Where the time goes: one path minus another, round by round; mean (min to max over rounds, share of the "
         "second path's figure). A spread that includes 0 is no measurable difference.",
         "",
-        "| term | paths | " + " | ".join(f"{label} (µs)" for _, label, _ in TERM_FIGURES) + " |",
+        "| term | paths | " + " | ".join(f"{label} ({unit})" if unit else label for _, label, _, unit in TERM_FIGURES) + " |",
         "| --- | --- |" + " --- |" * len(TERM_FIGURES),
     ]
     for t in terms.values():
-        cells = " | ".join(fmt_diff(t["figures"].get(f)) for f, _, _ in TERM_FIGURES)
+        cells = " | ".join(fmt_diff(t["figures"].get(f), unit) for f, _, _, unit in TERM_FIGURES)
         lines.append(f"| {t['label']} | {t['minuend']} − {t['subtrahend']} | {cells} |")
     return lines + [""]
 
@@ -177,13 +191,20 @@ def render_markdown(rep):
         f"of its CPU limit (fewer drops are shown in the tables, not warned about); **short_phase** under "
         f"{MIN_PHASE_S} s (two scrapes); **same_ceiling** (max mode) when every path is within "
         f"{SAME_CEILING - 1:.0%} of the others; **spread** as above; **errors** on any failed request or nginx 5xx.",
-        "- Context switches are the whole host's, per request the load generator completed: other work on the host "
-        "adds to them.",
+        "- Context switches, per request the load generator completed: **app** is the app process's own "
+        "(`app_process_context_switches_total`, getrusage: voluntary + involuntary), what the path makes the app do; "
+        "it is judged like the other costs. **host above idle** is the whole host's (node-exporter) less its "
+        "background: the run starts with `IDLE` seconds without requests, the host's switches per second there "
+        "(from at least two node-exporter samples inside it) times the phase's length is subtracted from the phase's "
+        "switches, and the rest is divided by its requests. It still counts nginx, the load generator and the "
+        "exporters' extra work under load, and the background's swings (it can come out below 0): shown, not judged. "
+        "Without an idle phase (IDLE=0, a run from before it) or with fewer than two samples in it, it is n/a and "
+        "the warnings say why.",
         "- Where the time goes: `tcp` and `tcp-ka` cross the Docker bridge (veth pair, bridge, two network "
         "namespaces) to the app; `tcp-lo` and `tcp-lo-ka` come from nginx-lo, the same nginx in the app's network "
         "namespace, over loopback; `uds*` use the Unix socket. The control `uds-lo` (the socket through nginx-lo) "
         "should match `uds`: the difference between them is what the two nginx instances alone account for.",
-        "- nginx CPU per request needs cAdvisor, context switches node-exporter; `make up` leaves them out where "
+        "- nginx CPU per request needs cAdvisor, the host's context switches node-exporter (the app's come from the app); `make up` leaves them out where "
         "they cannot run (`make doctor` says why). A figure that is n/a in every round says why in its cell; the "
         "warnings list the rest. Where a collector samples less often than a phase is long (cAdvisor: every 5-10 s), "
         "the figure is read from the samples around the phase's window, an estimate the warnings name.",

@@ -19,6 +19,7 @@ COLLECTORS = {"app": "the app", "nginx": "nginx-exporter", "nginx-log": "nginx-l
               "node": "node-exporter", "cadvisor": "cAdvisor"}
 RAW_SOURCES = {
     "app_p50_s": "app", "app_p99_s": "app", "app_requests": "app", "app_cpu_s": "app",
+    "app_ctx_switches": "app",
     "nginx_cpu_s": "cadvisor", "k6_cpu_cores": "cadvisor", "nginx_requests": "nginx-log", "ctx_switches": "node",
     "connect_sum_s": "nginx-log", "connect_count": "nginx-log", "nginx_5xx": "nginx-log",
 }
@@ -27,10 +28,11 @@ RAW_SOURCES = {
 FIGURE_INPUTS = {
     "app_p50_ms": ["app_p50_s"], "app_p99_ms": ["app_p99_s"], "app_requests": ["app_requests"],
     "app_cpu_us_per_req": ["app_cpu_s", "app_requests"], "nginx_requests": ["nginx_requests"],
-    "nginx_cpu_us_per_req": ["nginx_cpu_s"], "ctx_switches_per_req": ["ctx_switches"],
+    "app_ctx_switches_per_req": ["app_ctx_switches"],
+    "nginx_cpu_us_per_req": ["nginx_cpu_s"], "host_ctx_switches_per_req": ["ctx_switches"],
     "nginx_connect_ms": ["connect_sum_s", "connect_count"], "k6_cpu_cores": ["k6_cpu_cores"],
 }
-PER_GENERATOR_REQUEST = ("nginx_cpu_us_per_req", "ctx_switches_per_req")
+PER_GENERATOR_REQUEST = ("nginx_cpu_us_per_req", "app_ctx_switches_per_req", "host_ctx_switches_per_req")
 # sum(increase(S[Ns] @ T)) and sum(rate(...)): a counter the report can also
 # read from its raw samples.
 COUNTER_EXPR = re.compile(r"^sum\((increase|rate)\((.+)\[[0-9]+s\] @ [0-9.]+\)\)$")
@@ -65,6 +67,8 @@ def server_queries(path, duration_s, end_s, gen="k6"):
         "app_p99_s": q(0.99),
         "app_requests": inc("app_http_requests_total", APP_LOAD),
         "app_cpu_s": inc("process_cpu_seconds_total", APP),
+        # The app process's own switches (getrusage), voluntary and involuntary.
+        "app_ctx_switches": inc("app_process_context_switches_total", APP),
         "nginx_cpu_s": inc("container_cpu_usage_seconds_total", service(nginx_of(path))),
         "nginx_requests": inc("nginx_location_requests_total", f'path="{path}"'),
         "ctx_switches": inc("node_context_switches_total"),
@@ -151,6 +155,63 @@ def missing_reason(query, raw_key, problem, window, cache):
     return f"no series from {name}" if problem == "no series" else f"{name}: {problem}"
 
 
+def idle_window(k6):
+    """(start, end) of the run's idle phase in epoch seconds, or None when
+    load.json has none (IDLE=0, or a run from before IDLE) or no start time."""
+    idle, start_ms = k6.get("idle"), k6.get("start_ms")
+    if not idle or start_ms is None:
+        return None
+    start = start_ms / 1000.0 + idle["start_offset_s"]
+    return start, start + idle["duration_s"]
+
+
+def series_rate(series):
+    """A counter's per-second rate from the samples of each series (resets
+    counted as increase() counts them), summed over the series that have two
+    samples or more; (rate, samples of the best-sampled series) or (None, n)."""
+    total, used, most = 0.0, 0, 0
+    for samples in series:
+        pts = sorted((t, v) for t, v in samples if v is not None)
+        most = max(most, len(pts))
+        if len(pts) < 2:
+            continue
+        delta = sum(v2 - v1 if v2 >= v1 else v2 for (_, v1), (_, v2) in zip(pts, pts[1:]))
+        total += delta / (pts[-1][0] - pts[0][0])
+        used += 1
+    return (total if used else None), most
+
+
+def idle_baseline(k6, query):
+    """The host's context switches per second with no requests, measured in the
+    run's idle phase from node-exporter's samples inside it (at least two):
+    the background that each phase's host figure has subtracted. Returns
+    {window, duration_s, samples, host_ctx_switches_per_s, missing}: missing says
+    why the rate is None."""
+    out = {"window": None, "duration_s": None, "samples": 0, "host_ctx_switches_per_s": None, "missing": None}
+    window = idle_window(k6)
+    if window is None:
+        if k6.get("start_ms") is None:
+            out["missing"] = "load.json has no start time"
+        elif "idle" not in k6:
+            out["missing"] = "load.json has no idle phase (a run from before IDLE): no background to subtract"
+        else:
+            out["missing"] = "the run had no idle phase (IDLE=0): no background to subtract"
+        return out
+    start, end = window
+    out["window"] = {"start_s": round(start, 3), "end_s": round(end, 3)}
+    out["duration_s"] = end - start
+    span = int(math.ceil(end - start))
+    rate, n = series_rate(matrix_samples(query(f"node_context_switches_total[{span}s] @ {end:.3f}")))
+    out["samples"] = n
+    if rate is None:
+        out["missing"] = (f"the idle phase ({end - start:g} s) held {n} node-exporter sample(s), two are needed: "
+                          "set IDLE >= 10 (Prometheus scrapes every 5 s)") if n else \
+            "in the idle phase: " + missing_reason(query, "ctx_switches", "no series", window, {})
+        return out
+    out["host_ctx_switches_per_s"] = rate
+    return out
+
+
 def server_values(query, phase, window, gen="k6"):
     """The raw values of one phase, the ones read from samples around the window
     (sparse counters), and why the others are missing."""
@@ -173,18 +234,20 @@ def server_values(query, phase, window, gen="k6"):
     return raw, estimated, why
 
 
-def server_figures(query, phase, window, gen="k6"):
+def server_figures(query, phase, window, gen="k6", baseline=None):
     """Prometheus's figures for one phase; every one None when there is no window or series.
     Costs are per request the load generator completed in the phase (its exact
     count): the same denominator for every path and either nginx."""
-    return server_figures_explained(query, phase, window, gen)[0]
+    return server_figures_explained(query, phase, window, gen, baseline)[0]
 
 
-def server_figures_explained(query, phase, window, gen="k6"):
+def server_figures_explained(query, phase, window, gen="k6", baseline=None):
     """(figures, estimated, missing): the figures, those read from samples
-    around the window, and why each missing one is missing."""
+    around the window, and why each missing one is missing. baseline is
+    idle_baseline's answer (None: none measured)."""
     raw, estimated_raw, why = server_values(query, phase, window, gen)
-    figures = server_figures_from(raw, window, phase)
+    idle_rate = (baseline or {}).get("host_ctx_switches_per_s")
+    figures = server_figures_from(raw, window, phase, idle_rate)
     estimated, missing = [], {}
     for fig, inputs in FIGURE_INPUTS.items():
         if any(k in estimated_raw for k in inputs) and figures.get(fig) is not None:
@@ -194,6 +257,8 @@ def server_figures_explained(query, phase, window, gen="k6"):
         gone = [why[k] for k in inputs if k in why]
         if gone:
             missing[fig] = gone[0]
+        elif fig == "host_ctx_switches_per_req" and idle_rate is None and phase.get("requests"):
+            missing[fig] = (baseline or {}).get("missing") or "no idle baseline"
         elif len(inputs) == 2 and not raw.get(inputs[1]):
             missing[fig] = f"no {METRICS.get(inputs[1], (inputs[1].replace('_', ' '),))[0]} in the window"
         elif fig in PER_GENERATOR_REQUEST and not phase.get("requests"):
@@ -203,8 +268,17 @@ def server_figures_explained(query, phase, window, gen="k6"):
     return figures, estimated, missing
 
 
-def server_figures_from(raw, window, phase):
-    """The phase's server figures from its raw values."""
+def above_idle(switches, idle_rate, duration_s):
+    """The host's switches in a phase less what the idle background would have
+    made in as long (idle rate x phase length); None without either."""
+    if switches is None or idle_rate is None:
+        return None
+    return switches - idle_rate * duration_s
+
+
+def server_figures_from(raw, window, phase, idle_rate=None):
+    """The phase's server figures from its raw values; idle_rate is the host's
+    context switches per second in the run's idle phase."""
     get = raw.get
     requests = phase.get("requests") or None
     return {
@@ -214,7 +288,8 @@ def server_figures_from(raw, window, phase):
         "app_cpu_us_per_req": div(get("app_cpu_s"), get("app_requests"), 1e6),
         "nginx_requests": get("nginx_requests"),
         "nginx_cpu_us_per_req": div(get("nginx_cpu_s"), requests, 1e6),
-        "ctx_switches_per_req": div(get("ctx_switches"), requests),
+        "app_ctx_switches_per_req": div(get("app_ctx_switches"), requests),
+        "host_ctx_switches_per_req": div(above_idle(get("ctx_switches"), idle_rate, phase.get("duration_s") or 0), requests),
         "nginx_connect_ms": div(get("connect_sum_s"), get("connect_count"), 1e3),
         # No 5xx series means none was logged; no window means unknown.
         "nginx_5xx": (get("nginx_5xx") or 0.0) if window is not None else None,
@@ -226,11 +301,16 @@ def phase_figures(k6, query):
     """Every measured phase with its window and figures, in run order; `missing`
     says why a server figure is n/a, `estimated` which ones came from samples
     around the window."""
+    return phase_figures_with(k6, query, idle_baseline(k6, query))
+
+
+def phase_figures_with(k6, query, baseline):
+    """phase_figures, with the idle baseline (idle_baseline) given."""
     out = []
     gen = generator(k6.get("settings") or {})
     for p in measured_phases(k6):
         window = phase_window(k6, p)
-        server, estimated, missing = server_figures_explained(query, p, window, gen)
+        server, estimated, missing = server_figures_explained(query, p, window, gen, baseline)
         out.append({
             "name": p["name"],
             "workload": p["workload"],

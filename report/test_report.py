@@ -29,12 +29,12 @@ START_MS = 1_763_820_000_000
 
 
 def make_k6(paths=("tcp", "uds", "tcp-ka", "uds-ka"), rounds=3, rate=100, duration=10, warmup=5,
-            workloads=("ping",), client=None, **phase_extra):
+            workloads=("ping",), client=None, idle=10, **phase_extra):
     """A load.json as loadgen/load.js writes it, on plan.py's plan. client(path,
     round) -> dict overriding a phase's fields."""
     client = client or (lambda path, r: {})
     settings = {"workloads": list(workloads), "paths": list(paths), "mode": "rate", "generator": "k6", "rate": rate,
-                "connections": 64, "duration": duration, "rounds": rounds, "warmup": warmup,
+                "connections": 64, "duration": duration, "rounds": rounds, "warmup": warmup, "idle": idle,
                 "cpu_iterations": 10000, "sleep_ms": 10, "endpoint": "/ping"}
     phases = runplan.plan(settings, runplan.routes(CATALOGUE["workloads"], settings))
     for ph in phases:
@@ -54,6 +54,7 @@ def make_k6(paths=("tcp", "uds", "tcp-ka", "uds-ka"), rounds=3, rate=100, durati
         "urls": {p: runplan.urls(CATALOGUE)[p] for p in paths},
         "start_ms": START_MS,
         "gap_s": runplan.GAP_SECONDS,
+        "idle": runplan.idle_window(settings),
         "settings": settings,
         "phases": phases,
         "totals": {"requests": sum(p["requests"] for p in phases), "failed_rate": 0},
@@ -129,8 +130,35 @@ def by_phase(k6, fn):
     return value
 
 
+def matrix(*series):
+    """A range-vector answer: each series a list of (t, value)."""
+    return {"resultType": "matrix",
+            "result": [{"metric": {}, "values": [[t, str(v)] for t, v in s]} for s in series]}
+
+
+IDLE_RAW = "node_context_switches_total["  # the idle baseline's raw samples (a range query)
+
+
+def idle_samples(k6, rate, at=(2.5, 7.5)):
+    """node-exporter's samples of the host's switches in the run's idle phase:
+    `rate` per second, taken `at` seconds into it (every 5 s, as scraped)."""
+    start, _ = queries.idle_window(k6)
+    return matrix([(start + dt, 1e9 + rate * dt) for dt in at])
+
+
+def host_switches(k6, phase_value, idle_rate=100, at=(2.5, 7.5)):
+    """The host's switches: the idle phase's samples at idle_rate, and each
+    phase's increase from phase_value (a number, or by_phase's callable)."""
+    def value(expr):
+        if expr.startswith(IDLE_RAW):
+            return idle_samples(k6, idle_rate, at)
+        return phase_value(expr) if callable(phase_value) else phase_value
+    return value
+
+
 def server_table(k6, over=None, **kw):
-    """Plausible server-side figures for every phase; `over` and keywords replace entries."""
+    """Plausible server-side figures for every phase; `over` and keywords replace entries.
+    The host idles at 100 switches/s: a 10 s phase's 4000 are 3000 above idle."""
     t = dict(MACHINE)
     t.update({
         "histogram_quantile(0.5,": 0.0004,
@@ -140,7 +168,8 @@ def server_table(k6, over=None, **kw):
         ("container_cpu_usage_seconds_total", 'service="nginx"'): 0.08,  # 80 µs per request
         ("container_cpu_usage_seconds_total", 'service="k6"'): 0.5,
         "nginx_http_requests_total": 1000,
-        "node_context_switches_total": 4000,
+        "app_process_context_switches_total": 2500,  # 2.5 per request
+        "node_context_switches_total": host_switches(k6, 4000),
         "upstream_connect_seconds_sum": 0.001,
         "upstream_connect_seconds_count": 1000,
         "nginx_location_requests_total": None,
@@ -176,10 +205,10 @@ def test_window_and_query_shape():
     k6 = make_k6(paths=("tcp", "uds"), rounds=1, warmup=5, duration=20)
     q = fake_query(server_table(k6))
     context.build_report(k6, COMPOSE, q)
-    # Warm-up: 2 x (5 + 2) s; then tcp r1 from 14 s for 20 s.
+    # Idle 10 + 2 s, warm-up: 2 x (5 + 2) s; then tcp r1 from 26 s for 20 s.
     ph = queries.measured_phases(k6)[0]
-    assert queries.phase_window(k6, ph) == (START_MS / 1000 + 14, START_MS / 1000 + 34)
-    end = f"{START_MS / 1000 + 34:.3f}"
+    assert queries.phase_window(k6, ph) == (START_MS / 1000 + 26, START_MS / 1000 + 46)
+    end = f"{START_MS / 1000 + 46:.3f}"
     expected = f'sum(increase(nginx_location_requests_total{{path="tcp",status=~"5.."}}[20s] @ {end}))'
     assert expected in q.calls
     sel = 'job="app",route!~"/metrics|/healthz|/readyz"}[20s] @ ' + end
@@ -197,7 +226,9 @@ def test_client_and_server_figures():
     assert f["app_p99_ms"] == pytest.approx(2.0)
     assert f["app_cpu_us_per_req"] == pytest.approx(50)
     assert f["nginx_cpu_us_per_req"] == pytest.approx(80)
-    assert f["ctx_switches_per_req"] == pytest.approx(4)
+    assert f["app_ctx_switches_per_req"] == pytest.approx(2.5)
+    # (4000 - 100/s idle x 10 s) / 1000 requests
+    assert f["host_ctx_switches_per_req"] == pytest.approx(3)
     assert f["nginx_connect_ms"] == pytest.approx(0.001)
     assert f["nginx_5xx"] == 0  # no series: none logged
     assert f["k6_cpu_cores"] == pytest.approx(0.5)
@@ -347,7 +378,8 @@ def test_missing_series_are_null_not_zero():
     k6 = make_k6(paths=("tcp", "uds"))
     rep = build(k6, dict(MACHINE))  # no server series at all
     f = rep["phases"][0]["figures"]
-    for k in ("app_p50_ms", "app_cpu_us_per_req", "nginx_cpu_us_per_req", "ctx_switches_per_req", "nginx_connect_ms", "k6_cpu_cores"):
+    for k in ("app_p50_ms", "app_cpu_us_per_req", "app_ctx_switches_per_req", "nginx_cpu_us_per_req",
+              "host_ctx_switches_per_req", "nginx_connect_ms", "k6_cpu_cores"):
         assert f[k] is None, k
     assert f["nginx_5xx"] == 0
     r = rep["workloads"]["ping"]["paths"]["uds"]["ratio_to_tcp"]
@@ -435,9 +467,12 @@ def test_markdown_has_machine_block_and_tables():
     assert "`grafana/k6:1.8.1`" in md
     assert "rate=100" in md and "paths=tcp,uds,tcp-ka,uds-ka" in md
     assert "## Workload `ping`" in md and "## Workload `bytes-1k`" in md
-    assert "| path | req/s | client p50 | p95 | p99 (ms) | app p50 | p99 (ms) | nginx connect (ms) | app CPU µs/req | nginx CPU µs/req | ctx switches/req | errors |" in md
-    assert "| tcp | 100.0 | 1.000 | 2.000 | 3.000 | 0.400 | 2.000 | 0.001 | 50.0 | 80.0 | 4.00 | none |" in md
-    assert "| path | req/s ratio | p50 ratio (min-max) | p99 ratio | app CPU ratio | nginx CPU ratio |" in md
+    assert ("| path | req/s | client p50 | p95 | p99 (ms) | app p50 | p99 (ms) | nginx connect (ms) | app CPU µs/req | "
+            "app ctx switches/req | nginx CPU µs/req | host ctx switches/req above idle | errors |") in md
+    assert "| tcp | 100.0 | 1.000 | 2.000 | 3.000 | 0.400 | 2.000 | 0.001 | 50.0 | 2.50 | 80.0 | 3.00 | none |" in md
+    assert ("| path | req/s ratio | p50 ratio (min-max) | p99 ratio | app CPU ratio | app ctx switches ratio | "
+            "nginx CPU ratio | host ctx switches ratio |") in md
+    assert "Idle baseline: the host made 100 context switches/s with no requests (10 s before the first phase" in md
     assert "| uds | 1.00x (1.00-1.00) |" in md
     assert "1 ms resolution" in md
     assert "this machine" in md
@@ -654,12 +689,6 @@ def test_stacked_bars_add_up_to_each_paths_median():
 # ---------------------------------------------------------------- sparse counters and missing figures
 
 
-def matrix(*series):
-    """A range-vector answer: each series a list of (t, value)."""
-    return {"resultType": "matrix",
-            "result": [{"metric": {}, "values": [[t, str(v)] for t, v in s]} for s in series]}
-
-
 def cadvisor_table(k6, raw, up=1, **over):
     """server_table where cAdvisor's counters are sparse: increase() over a
     phase finds too few samples (no result, as Prometheus answers), and the
@@ -742,8 +771,128 @@ def test_missing_node_exporter_is_named():
     k6 = make_k6(paths=("tcp", "uds"), rounds=2, duration=10)
     table = server_table(k6, {"node_context_switches_total": None, 'up{job="node"}': 0})
     rep = build(k6, table)
-    assert "node-exporter not running" in rep["phases"][0]["missing"]["ctx_switches_per_req"]
-    assert any("ctx switches/req" in w["message"] for w in rep["warnings"] if w["kind"] == "missing_figures")
+    assert "node-exporter not running" in rep["phases"][0]["missing"]["host_ctx_switches_per_req"]
+    assert any("host ctx switches/req" in w["message"] for w in rep["warnings"] if w["kind"] == "missing_figures")
+    assert "node-exporter not running" in rep["idle_baseline"]["missing"]
+
+
+# ---------------------------------------------------------------- context switches
+
+BACKGROUND = 20_000  # the host's switches per second, idle and under load (Prometheus, Docker, k6)
+HOST_PER_REQ = {"tcp": 6.0, "uds": 3.0, "tcp-ka": 4.0}  # what each path adds to the host, per request
+APP_PER_REQ = {"tcp": 2.0, "uds": 1.0, "tcp-ka": 1.5}  # the app process's own, per request
+
+
+def background_table(k6, idle_at=(2.5, 7.5), swing=0.005):
+    """A host whose background is large and constant (BACKGROUND/s in the idle
+    phase, within +-swing of it in the phases, by round) and paths that add a
+    known few switches per request, to the host and to the app."""
+    rate, duration = k6["settings"]["rate"], k6["settings"]["duration"]
+
+    def host(path, r):
+        return BACKGROUND * (1 + swing * (-1) ** r) * duration + HOST_PER_REQ[path] * rate * duration
+
+    return server_table(k6, {
+        "node_context_switches_total": host_switches(k6, by_phase(k6, host), BACKGROUND, idle_at),
+        "app_process_context_switches_total": by_phase(k6, lambda path, r: APP_PER_REQ[path] * rate * duration),
+    })
+
+
+def test_context_switches_describe_the_path_not_the_hosts_background():
+    k6 = make_k6(paths=("tcp", "uds", "tcp-ka"), rounds=3, rate=500, duration=20)
+    table = background_table(k6)
+    q = fake_query(table)
+    rep = context.build_report(k6, COMPOSE, q)
+    assert rep["idle_baseline"]["host_ctx_switches_per_s"] == pytest.approx(BACKGROUND)
+    assert rep["idle_baseline"]["samples"] == 2 and rep["idle_baseline"]["missing"] is None
+    planned = {p["name"]: p for p in k6["phases"]}
+    for ph in rep["phases"]:
+        f, path = ph["figures"], ph["path"]
+        # The old figure, the host's switches / requests: the background's 40 per
+        # request drowns the path's few.
+        raw, _, _ = queries.server_values(q, planned[ph["name"]], queries.phase_window(k6, planned[ph["name"]]))
+        old = raw["ctx_switches"] / f["requests"]
+        assert old > 5 * HOST_PER_REQ[path], (ph["name"], old)
+        # Above idle: the path's own within the background's swing (0.5% of 40/req).
+        assert f["host_ctx_switches_per_req"] == pytest.approx(HOST_PER_REQ[path], abs=0.25), ph["name"]
+        # The app's own, read from its metric.
+        assert f["app_ctx_switches_per_req"] == pytest.approx(APP_PER_REQ[path]), ph["name"]
+    assert any("app_process_context_switches_total{job=\"app\"}" in c for c in q.calls)
+    uds = rep["workloads"]["ping"]["paths"]["uds"]["ratio_to_tcp"]
+    old_ratio = (BACKGROUND * 20 + HOST_PER_REQ["uds"] * 10_000) / (BACKGROUND * 20 + HOST_PER_REQ["tcp"] * 10_000)
+    assert old_ratio > 0.9  # the old figure: nearly the same on both paths
+    assert uds["host_ctx_switches_per_req"]["mean"] == pytest.approx(0.5, abs=0.05)
+    assert uds["app_ctx_switches_per_req"]["mean"] == pytest.approx(0.5)
+    # The app's figure is a headline figure and a breakdown term.
+    assert "app_ctx_switches_per_req" in rep["headline"] and "host_ctx_switches_per_req" not in rep["headline"]
+    md = markdown.render_markdown(rep)
+    assert "Idle baseline: the host made 20,000 context switches/s with no requests" in md
+    assert "host above idle" in md
+    # Where the time goes: a new connection costs the app 2.0 - 1.5 switches per request.
+    term = rep["workloads"]["ping"]["breakdown"]["tcp_connect"]["figures"]["app_ctx_switches_per_req"]
+    assert term["mean"] == pytest.approx(0.5)
+    assert "| app context switches per request | nginx CPU per request (µs) |" in md
+    assert "| 0.5 (0.5 to 0.5, 33%) |" in md
+
+
+TOO_FEW = "the idle phase (10 s) held 1 node-exporter sample(s), two are needed: set IDLE >= 10"
+
+
+@pytest.mark.parametrize("at, why", [
+    ((2.5, 7.5), None),
+    ((0.1, 9.9), None),
+    ((2.5,), TOO_FEW),
+    ((), "in the idle phase: no series from node-exporter"),
+])
+def test_idle_baseline_needs_two_samples(at, why):
+    """Two node-exporter samples inside the idle phase give its rate; one gives
+    n/a, saying why, never a figure from nothing."""
+    ok = why is None
+    k6 = make_k6(paths=("tcp", "uds"), rounds=2, rate=500, duration=20)
+    table = background_table(k6, idle_at=at)
+    table['up{job="node"}'] = 1
+    rep = build(k6, table)
+    b = rep["idle_baseline"]
+    assert (b["host_ctx_switches_per_s"] is not None) == ok
+    for ph in rep["phases"]:
+        assert (ph["figures"]["host_ctx_switches_per_req"] is not None) == ok
+        assert ph["figures"]["app_ctx_switches_per_req"] is not None  # the app's needs no baseline
+    if ok:
+        assert b["host_ctx_switches_per_s"] == pytest.approx(BACKGROUND)
+        assert rep["phases"][0]["figures"]["host_ctx_switches_per_req"] == pytest.approx(6, abs=0.25)
+    else:
+        assert why in b["missing"] and why in rep["phases"][0]["missing"]["host_ctx_switches_per_req"]
+        warned = [w for w in rep["warnings"] if w["kind"] == "missing_figures" and "host ctx switches" in w["message"]]
+        assert len(warned) == 1 and why in warned[0]["message"] and len(warned[0]["phases"]) == 4
+        assert f"Idle baseline: n/a ({why}" in markdown.render_markdown(rep)
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda k6: (k6.pop("idle"), k6["settings"].pop("idle")), "load.json has no idle phase (a run from before IDLE)"),
+    (lambda k6: k6.update(idle=None), "the run had no idle phase (IDLE=0)"),
+])
+def test_no_idle_phase_says_why_the_hosts_figure_is_missing(change, why):
+    k6 = make_k6(paths=("tcp", "uds"), rounds=2)
+    change(k6)
+    import jsonschema
+
+    jsonschema.validate(k6, json.loads(cli.LOAD_SCHEMA.read_text()))  # an old load.json is still read
+    rep = build(k6)
+    for ph in rep["phases"]:
+        assert ph["figures"]["host_ctx_switches_per_req"] is None
+        assert why in ph["missing"]["host_ctx_switches_per_req"]
+        assert ph["figures"]["app_ctx_switches_per_req"] == pytest.approx(2.5)
+    assert any(why in w["message"] for w in rep["warnings"] if w["kind"] == "missing_figures")
+    assert f"n/a ({why}" in markdown.render_markdown(rep)
+
+
+def test_app_without_its_switches_metric_leaves_only_that_figure_empty():
+    k6 = make_k6(paths=("tcp", "uds"), rounds=2)
+    rep = build(k6, server_table(k6, {"app_process_context_switches_total": None, 'up{job="app"}': 1}))
+    for ph in rep["phases"]:
+        assert ph["figures"]["app_ctx_switches_per_req"] is None
+        assert "the app" in ph["missing"]["app_ctx_switches_per_req"]
+        assert ph["figures"]["app_cpu_us_per_req"] == pytest.approx(50)
 
 
 # ---------------------------------------------------------------- load.json's shape

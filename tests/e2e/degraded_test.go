@@ -184,9 +184,11 @@ func TestPrivateRoot(t *testing.T) {
 		t.Fatalf("report.json has %d phases, want 2", len(r.Phases))
 	}
 	for _, ph := range r.Phases {
-		// node-exporter, degraded, still counts context switches.
-		if v := ph.Figures["ctx_switches_per_req"]; v == nil || *v <= 0 {
-			t.Errorf("%s: ctx_switches_per_req = %v with node-exporter on a plain mount", ph.Name, v)
+		// node-exporter, degraded, still counts context switches: the host's
+		// figure above the idle baseline is there (at 50 req/s it may be
+		// below 0: the background's swings).
+		if v := ph.Figures["host_ctx_switches_per_req"]; v == nil {
+			t.Errorf("%s: host_ctx_switches_per_req = nil with node-exporter on a plain mount (missing: %q)", ph.Name, ph.Missing["host_ctx_switches_per_req"])
 		}
 		if v := ph.Figures["nginx_cpu_us_per_req"]; v != nil {
 			t.Errorf("%s: nginx_cpu_us_per_req = %v without cAdvisor", ph.Name, *v)

@@ -473,7 +473,7 @@ func checkReport(t *testing.T, testid string) {
 	}
 	// Figures from both sources: k6's own, and Prometheus over each phase's window.
 	for _, ph := range r.Phases {
-		for _, f := range []string{"requests", "client_p50_ms", "client_p99_ms", "app_requests", "app_p50_ms", "app_cpu_us_per_req", "nginx_requests", "ctx_switches_per_req"} {
+		for _, f := range []string{"requests", "client_p50_ms", "client_p99_ms", "app_requests", "app_p50_ms", "app_cpu_us_per_req", "app_ctx_switches_per_req", "nginx_requests"} {
 			if v := ph.Figures[f]; v == nil || *v <= 0 {
 				t.Errorf("%s: %s = %v, want a positive figure", ph.Name, f, v)
 			}
