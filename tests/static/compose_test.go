@@ -208,7 +208,7 @@ func TestComposeSocketShared(t *testing.T) {
 	}
 	dialed := map[string][]string{}
 	for _, name := range []string{"nginx", "nginx-lo"} {
-		for _, m := range unixUpstream.FindAllStringSubmatch(renderNginx(t, p, name, t.TempDir()), -1) {
+		for _, m := range unixUpstream.FindAllStringSubmatch(renderedAll(t, p, name), -1) {
 			dialed[name] = append(dialed[name], m[1])
 		}
 	}
@@ -237,12 +237,7 @@ func TestComposeTCPUpstream(t *testing.T) {
 	want := map[string]string{"nginx": "app", "nginx-lo": "127.0.0.1", "contract": "app"}
 	dialed := map[string][]string{"contract": {*p.Services["contract"].Environment["CONTRACT_TCP"]}}
 	for _, name := range []string{"nginx", "nginx-lo"} {
-		vars := map[string]string{"NGINX_RUN_DIR": t.TempDir()}
-		for k, v := range p.Services[name].Environment {
-			vars[k] = *v
-		}
-		conf := lab.RenderTemplate(t, lab.Path(t, "nginx", "templates", "nginx.conf.template"), vars)
-		for _, m := range tcpUpstream.FindAllStringSubmatch(conf, -1) {
+		for _, m := range tcpUpstream.FindAllStringSubmatch(renderedAll(t, p, name), -1) {
 			dialed[name] = append(dialed[name], m[1]+m[2])
 		}
 	}
@@ -259,11 +254,40 @@ func TestComposeTCPUpstream(t *testing.T) {
 }
 
 var (
-	// server unix:/sock/app.sock; and proxy_pass http://unix:/sock/app.sock:/;
+	// server unix:/sock/app.sock;, proxy_pass http://unix:/sock/app.sock:/;
+	// and fastcgi_pass unix:/sock/app.sock;
 	unixUpstream = regexp.MustCompile(`unix:(/[^;:\s]+)`)
-	// server host:port; in an upstream block and proxy_pass http://host:port/;
-	tcpUpstream = regexp.MustCompile(`(?m)^\s*(?:server ([^\s;:]+:[0-9]+);|proxy_pass http://([^\s/:]+:[0-9]+)/;)`)
+	// server host:port; in an upstream block, proxy_pass http://host:port/;
+	// and fastcgi_pass host:port;
+	tcpUpstream = regexp.MustCompile(`(?m)^\s*(?:server ([^\s;:]+:[0-9]+);|(?:proxy_pass http://|fastcgi_pass )([^\s/:;]+:[0-9]+)/?;)`)
 )
+
+// renderedAll renders the templates as compose service svc would, in every
+// protocol a stack uses (APP_PROTOCOL), and returns all the files rendered:
+// the main config and the pass/<protocol>/ snippets that dial the app.
+func renderedAll(t *testing.T, p *types.Project, svc string) string {
+	t.Helper()
+	var all strings.Builder
+	for _, protocol := range protocols(t) {
+		dir := t.TempDir()
+		// The upstream as compose gives it (renderNginx maps service names to
+		// 127.0.0.1 for nginx -t, which must resolve them).
+		renderNginx(t, p, svc, dir, map[string]string{
+			"APP_PROTOCOL": protocol, "APP_TCP_UPSTREAM": *p.Services[svc].Environment["APP_TCP_UPSTREAM"]})
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".conf") {
+				b, rerr := os.ReadFile(path)
+				all.Write(b)
+				return rerr
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return all.String()
+}
 
 // inVolume tells which named volume of s holds path, and where inside it.
 func inVolume(s types.ServiceConfig, path string) (volume, rel string) {
