@@ -297,7 +297,9 @@ def paths_dashboard():
         timeseries(
             "Errors per path",
             "k6's failed requests per second (non-2xx/3xx or transport error) and nginx's 5xx answers per location. "
-            "Anything above zero makes that path's figures incomparable.",
+            "Anything above zero makes that path's figures incomparable. nginx's 502, 503 and 504 series exist "
+            "from the start, so a short outage shows; k6 creates its failed-requests series at the first failure, "
+            "so its first burst may not (rate() needs an earlier sample): trust nginx's line for that.",
             [
                 target(
                     or_zero(

@@ -190,6 +190,9 @@ func TestRunCountsNginxLines(t *testing.T) {
 	for _, p := range []string{"tcp", "uds", "tcp-ka", "uds-ka", "other"} {
 		for _, series := range []string{
 			`nginx_location_requests_total{path="` + p + `",status="200"}`,
+			`nginx_location_requests_total{path="` + p + `",status="502"}`,
+			`nginx_location_requests_total{path="` + p + `",status="503"}`,
+			`nginx_location_requests_total{path="` + p + `",status="504"}`,
 			`nginx_location_request_duration_seconds_count{path="` + p + `"}`,
 			`nginx_location_upstream_connect_seconds_count{path="` + p + `"}`,
 			`nginx_location_upstream_header_seconds_count{path="` + p + `"}`,

@@ -83,7 +83,12 @@ func NewMetrics(paths []string) *Metrics {
 			pm.upstream[u] = upstream[u].WithLabelValues(name)
 		}
 		pm.bytes = bytes.WithLabelValues(name)
-		pm.statuses[200] = m.requests.WithLabelValues(name, "200")
+		// 200, and the answers of an app that is down or stuck (502, 503,
+		// 504): a series born with its first failures would hide them from
+		// rate() (no earlier sample), so an outage's first 5xx would not show.
+		for _, code := range []int{200, 502, 503, 504} {
+			pm.statuses[code] = m.requests.WithLabelValues(name, strconv.Itoa(code))
+		}
 	}
 	return m
 }

@@ -581,14 +581,18 @@ func killUnderLoad(t *testing.T, prom, nginx, testid string) {
 	if !saw502 {
 		t.Errorf("no 502 during the outage: nginx should answer its JSON 502 while the app is down")
 	}
-	// The errors panel shows the outage: k6's failures and nginx's 5xx, both
-	// non-zero (its "or 0" fallback would show a line either way).
+	// The errors panel shows the outage through nginx's 5xx (its "or 0"
+	// fallback would show a line either way). k6's own failed-requests series
+	// is born with its first failures, so rate() cannot see a single burst
+	// (no earlier sample): logged, not asserted; the panel says so.
 	waitFor(t, "the errors panel showing the outage", 30*time.Second, func() error {
-		for expr, peak := range fallbackPeaks(t, prom, "paths.json", "Errors per path", testid, started, time.Now()) {
-			if peak <= 0 {
+		peaks := fallbackPeaks(t, prom, "paths.json", "Errors per path", testid, started, time.Now())
+		for expr, peak := range peaks {
+			if strings.Contains(expr, "nginx_location_requests_total") && peak <= 0 {
 				return fmt.Errorf("%s: peak %v, want > 0 after the kill", expr, peak)
 			}
 		}
+		t.Logf("errors panel peaks after the kill: %v", peaks)
 		return nil
 	})
 	t.Logf("app killed under 50 req/s: every path served again after %.2f s (restarts: %s, saw a 502: %v); "+

@@ -6,7 +6,7 @@
 #   nginx        Debian's nginx 1.22 + the official entrypoint's template step
 #   exporter     Debian's prometheus-nginx-exporter 0.11
 #   prometheus, node-exporter, k6   built from module sources at .env's versions
-#   golang       this machine's Go + the app's modules (GO_IMAGE build arg)
+#   golang       this machine's Go + the modules of every Go image (GO_IMAGE build arg)
 #   debian base  also WRK_BASE_IMAGE: loadgen/wrk installs Debian's wrk on it
 #   python       Debian's Python 3.11 with pip and report/requirements.txt's
 #                wheels (PYTHON_IMAGE of report/Dockerfile)
@@ -100,13 +100,15 @@ PROMETHEUS=$(binary prometheus "uds-lab-standin/prometheus:${PROMETHEUS_IMAGE##*
 NODE_EXPORTER=$(binary node_exporter "uds-lab-standin/node-exporter:${NODE_EXPORTER_IMAGE##*:}" node-exporter)
 K6=$(binary k6 "uds-lab-standin/k6:${K6_IMAGE##*:}" k6 /home/k6)
 
-# The Go image is keyed by the services' go.sum files: their modules are baked in.
+# The Go image is keyed by the go.sum files of every module built in an image
+# (services/*, contract/*): their modules are baked in.
 GO_VERSION=$(go env GOVERSION)
-GOLANG=uds-lab-standin/golang:${GO_VERSION#go}-$(cat services/*/go.sum | sha256sum | cut -c1-12)
+GO_MODULES=$(ls services/*/go.mod contract/*/go.mod)
+GOLANG=uds-lab-standin/golang:${GO_VERSION#go}-$(cat $(sed 's/go.mod$/go.sum/' <<<"$GO_MODULES") | sha256sum | cut -c1-12)
 if ! have "$GOLANG"; then
   ctx=$(mktemp -d)
-  log "collecting the modules of services/* for $GOLANG"
-  for mod in services/*/go.mod; do
+  log "collecting the modules of services/* and contract/* for $GOLANG"
+  for mod in $GO_MODULES; do
     (cd "$(dirname "$mod")" && GOMODCACHE=$ctx/mod GOFLAGS=-mod=mod go mod download)
   done
   mv "$ctx/mod/cache/download" "$ctx/goproxy"
