@@ -34,7 +34,8 @@ doctor: ## Check this machine's Docker for the lab: what will run, what will be 
 # (no engine, a port taken, a CPU set beyond the cores) and degrades the
 # watchers that cannot run here (node-exporter without rslave, or left out
 # like cAdvisor), so that the lab starts whenever nginx, the app, Prometheus
-# and Grafana can.
+# and Grafana can. The watchers start first and become healthy while the core
+# does (about 5 s saved); their own --wait afterwards says whether they made it.
 .PHONY: up
 up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset) and wait until healthy
 	@plan=$$(scripts/doctor.sh --up) || exit 1; set -a; eval "$$plan"; set +a; \
@@ -42,6 +43,7 @@ up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset
 	else $(COMPOSE) build nginx-log-exporter; \
 	docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE"; fi; \
 	for s in $$UP_LEFT_OUT; do $(COMPOSE) rm -fsv $$s >/dev/null 2>&1 || true; done; \
+	for s in $$UP_OPTIONAL; do $(COMPOSE) up -d --no-build --no-deps $$s >/dev/null 2>&1 || true; done; \
 	$(COMPOSE) up -d --no-build --wait $$UP_CORE; \
 	for s in $$UP_OPTIONAL; do \
 		$(COMPOSE) up -d --no-build --no-deps --wait $$s || { \
