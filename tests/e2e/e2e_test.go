@@ -621,7 +621,7 @@ func waitForLoad(t *testing.T, prom, testid string) {
 func scrapedAfter(t *testing.T, prom, job string, when time.Time) {
 	t.Helper()
 	waitFor(t, "a scrape of "+job+" after "+when.Format("15:04:05"), 30*time.Second, func() error {
-		if ts, ok := scalar(t, prom, fmt.Sprintf(`max(timestamp(up{job=%q}))`, job)); !ok || ts <= float64(when.Unix()) {
+		if ts, ok := scalar(t, prom, fmt.Sprintf(`max(timestamp(up{job=%q}))`, job)); !ok || ts <= float64(when.UnixMilli())/1000 {
 			return fmt.Errorf("last scrape of %s at %v", job, ts)
 		}
 		return nil
