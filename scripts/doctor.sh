@@ -83,7 +83,7 @@ selected() { # selected SERVICE: is it among $SERVICES (empty: all)?
 gather() {
   local n v img info rc
   SERVICES=$(setting SERVICES)
-  for n in SERVICES APP_CPUSET NGINX_CPUSET LOADGEN_CPUSET APP_CPUS NGINX_CPUS LOADGEN_CPUS NGINX_PORT PROMETHEUS_PORT GRAFANA_PORT \
+  for n in SERVICES APP_CPUSET NGINX_CPUSET LOADGEN_CPUSET MONITORING_CPUSET APP_CPUS NGINX_CPUS LOADGEN_CPUS NGINX_PORT PROMETHEUS_PORT GRAFANA_PORT \
     K6_CPUS K6_MEMORY K6_CPUSET; do
     echo "set_$n=$(setting "$n")"
   done
@@ -235,7 +235,7 @@ judge() {
   # CPU sets and limits against the engine's cores.
   cores=$(f ncpu); n=0
   if [ -n "$cores" ]; then
-    for k in APP NGINX LOADGEN; do
+    for k in APP NGINX LOADGEN MONITORING; do # (no MONITORING_CPUS: its limit is a CPU set)
       v=$(f "set_${k}_CPUSET")
       if [ -n "$v" ]; then
         if [ "$(f no_cpuset)" = yes ]; then

@@ -171,6 +171,12 @@ func TestDocker29ContainerdStore(t *testing.T) {
 	rows, plan = judge(t, "docker29-colima-containerd-store.txt", "set_NGINX_CPUSET=0-3", "set_LOADGEN_CPUS=4")
 	has(t, "rows", rows, "row|FAIL|NGINX_CPUSET|NGINX_CPUSET=0-3 names core 3; the engine has 2 (0-1)", "row|FAIL|LOADGEN_CPUS|LOADGEN_CPUS=4 is more than the engine's 2 cores")
 	has(t, "plan", plan, "UP_BLOCKED=1")
+	// The watchers' CPU set is held to the same cores.
+	rows, plan = judge(t, "docker29-colima-containerd-store.txt", "set_MONITORING_CPUSET=2")
+	has(t, "rows", rows, "row|FAIL|MONITORING_CPUSET|MONITORING_CPUSET=2 names core 2; the engine has 2 (0-1)")
+	has(t, "plan", plan, "UP_BLOCKED=1")
+	rows, _ = judge(t, "docker29-colima-containerd-store.txt", "set_MONITORING_CPUSET=1")
+	hasNot(t, "MONITORING_CPUSET=1 on 2 cores", rows, "FAIL")
 }
 
 func TestNoEngineAndOldTools(t *testing.T) {
