@@ -8,11 +8,16 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Config is the validated runtime configuration, read once at start.
 type Config struct {
-	SyslogAddr  string // UDP address nginx sends its syslog datagrams to.
+	// SyslogAddr is where nginx sends its syslog datagrams: a UDP host:port,
+	// or unix:<path>, a Unix datagram socket (the lab's default: no IP stack,
+	// bridge or conntrack on nginx's side of each line).
+	SyslogAddr  string
+	SocketGID   int    // LOG_EXPORTER_SOCKET_GID: the socket's group (-1: the process's)
 	MetricsAddr string // TCP address of /metrics and /healthz.
 	Catalogue   string // the lab's catalogue.json, whose paths are the path label's values
 	Paths       []string
@@ -31,8 +36,21 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	var cfg Config
 
 	cfg.SyslogAddr = get("LOG_EXPORTER_SYSLOG_ADDR", ":5514")
-	if err := validateAddr(cfg.SyslogAddr); err != nil {
-		return cfg, fmt.Errorf("LOG_EXPORTER_SYSLOG_ADDR=%q: %w", cfg.SyslogAddr, err)
+	if path, ok := socketPath(cfg.SyslogAddr); ok {
+		// A sockaddr_un holds 108 bytes, the terminating NUL included.
+		if !strings.HasPrefix(path, "/") || len(path) > 107 {
+			return cfg, fmt.Errorf("LOG_EXPORTER_SYSLOG_ADDR=%q: unix: needs an absolute path of at most 107 bytes", cfg.SyslogAddr)
+		}
+	} else if err := validateAddr(cfg.SyslogAddr); err != nil {
+		return cfg, fmt.Errorf("LOG_EXPORTER_SYSLOG_ADDR=%q: %w (or unix:/path)", cfg.SyslogAddr, err)
+	}
+	cfg.SocketGID = -1
+	if v := getenv("LOG_EXPORTER_SOCKET_GID"); v != "" {
+		gid, err := strconv.ParseUint(v, 10, 31)
+		if err != nil {
+			return cfg, fmt.Errorf("LOG_EXPORTER_SOCKET_GID=%q: want a numeric group id", v)
+		}
+		cfg.SocketGID = int(gid)
 	}
 
 	cfg.MetricsAddr = get("LOG_EXPORTER_METRICS_ADDR", ":9114")
@@ -80,6 +98,11 @@ func readPaths(file string) ([]string, error) {
 
 // validateAddr accepts host:port or :port with a numeric port (0 picks a free
 // port, for tests). Service names are not accepted as ports.
+// socketPath: the path of a unix:<path> address.
+func socketPath(addr string) (string, bool) {
+	return strings.CutPrefix(addr, "unix:")
+}
+
 func validateAddr(addr string) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {

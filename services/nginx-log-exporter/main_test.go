@@ -45,6 +45,7 @@ func testEnv() map[string]string {
 }
 
 type testExporter struct {
+	syslogNet               string // udp or unixgram
 	syslogAddr, metricsAddr string
 	cancel                  context.CancelFunc
 	done                    chan error
@@ -52,7 +53,7 @@ type testExporter struct {
 	udp                     net.Conn
 }
 
-var listeningRE = regexp.MustCompile(`listening syslog=udp:(\S+) metrics=http:(\S+)`)
+var listeningRE = regexp.MustCompile(`listening syslog=(udp|unixgram):(\S+) metrics=http:(\S+)`)
 
 // startExporter runs the real program in a goroutine on free ports and learns
 // the actual addresses from its startup line.
@@ -73,7 +74,7 @@ func startExporter(t *testing.T, env map[string]string) *testExporter {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if m := listeningRE.FindStringSubmatch(e.stdout.String()); m != nil {
-			e.syslogAddr, e.metricsAddr = m[1], m[2]
+			e.syslogNet, e.syslogAddr, e.metricsAddr = m[1], m[2], m[3]
 			break
 		}
 		select {
@@ -86,7 +87,7 @@ func startExporter(t *testing.T, env map[string]string) *testExporter {
 			t.Fatal("exporter did not log its addresses")
 		}
 	}
-	udp, err := net.Dial("udp", e.syslogAddr)
+	udp, err := net.Dial(e.syslogNet, e.syslogAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func metricValue(t *testing.T, exposition, series string) float64 {
 
 func TestRunCountsNginxLines(t *testing.T) {
 	e := startExporter(t, testEnv())
-	if !strings.Contains(e.stdout.String(), "udp_rcvbuf=") {
+	if !strings.Contains(e.stdout.String(), "rcvbuf=") {
 		t.Errorf("startup line: %q", e.stdout.String())
 	}
 

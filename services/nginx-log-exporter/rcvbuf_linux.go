@@ -1,13 +1,10 @@
 package main
 
-import (
-	"net"
-	"syscall"
-)
+import "syscall"
 
 // socketReadBuffer reports the receive buffer the kernel granted (Linux
 // doubles the requested size for bookkeeping and caps it at rmem_max*2).
-func socketReadBuffer(conn *net.UDPConn) (int, error) {
+func socketReadBuffer(conn syscall.Conn) (int, error) {
 	rc, err := conn.SyscallConn()
 	if err != nil {
 		return 0, err

@@ -4,9 +4,9 @@ package main
 
 import (
 	"errors"
-	"net"
+	"syscall"
 )
 
-func socketReadBuffer(*net.UDPConn) (int, error) {
+func socketReadBuffer(syscall.Conn) (int, error) {
 	return 0, errors.New("not supported on this platform")
 }

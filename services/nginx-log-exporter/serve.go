@@ -8,6 +8,8 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -19,6 +21,8 @@ const (
 	maxDatagram = 64 << 10
 	// udpReadBuffer is asked for so bursts are queued, not dropped; the kernel
 	// caps it at net.core.rmem_max (the startup line shows what was granted).
+	// A Unix datagram socket queues by count instead: net.unix.max_dgram_qlen
+	// (compose raises it in the exporter's network namespace).
 	udpReadBuffer = 4 << 20
 	// maxLoggedLine caps the malformed line echoed to stderr.
 	maxLoggedLine = 200
@@ -33,13 +37,15 @@ const (
 // serve receives syslog datagrams and serves /metrics and /healthz until ctx
 // is cancelled. It returns nil after a clean stop.
 func serve(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
-	pc, err := net.ListenPacket("udp", cfg.SyslogAddr)
+	conn, err := listenSyslog(cfg)
 	if err != nil {
 		return fmt.Errorf("LOG_EXPORTER_SYSLOG_ADDR %s: %w", cfg.SyslogAddr, err)
 	}
-	conn := pc.(*net.UDPConn)
+	if path, ok := socketPath(cfg.SyslogAddr); ok {
+		defer os.Remove(path) // after the close below: nginx then drops lines, it does not block
+	}
 	if err := conn.SetReadBuffer(udpReadBuffer); err != nil {
-		fmt.Fprintf(stderr, "nginx-log-exporter: setting the UDP read buffer to %d bytes: %v\n", udpReadBuffer, err)
+		fmt.Fprintf(stderr, "nginx-log-exporter: setting the read buffer to %d bytes: %v\n", udpReadBuffer, err)
 	}
 	ln, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
@@ -61,8 +67,8 @@ func serve(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if n, err := socketReadBuffer(conn); err == nil {
 		rcvbuf = fmt.Sprint(n)
 	}
-	fmt.Fprintf(stdout, "nginx-log-exporter: listening syslog=udp:%s metrics=http:%s udp_rcvbuf=%s\n",
-		conn.LocalAddr(), ln.Addr(), rcvbuf)
+	fmt.Fprintf(stdout, "nginx-log-exporter: listening syslog=%s:%s metrics=http:%s rcvbuf=%s\n",
+		conn.LocalAddr().Network(), conn.LocalAddr(), ln.Addr(), rcvbuf)
 
 	readerDone := make(chan error, 1)
 	serveDone := make(chan error, 1)
@@ -117,9 +123,53 @@ func newHandler(m *Metrics) http.Handler {
 	return mux
 }
 
+// syslogConn is what the exporter needs of its socket, UDP or Unix datagram.
+type syslogConn interface {
+	net.Conn
+	SetReadBuffer(int) error
+	SyscallConn() (syscall.RawConn, error)
+}
+
+// listenSyslog opens the datagram socket nginx logs to. A Unix socket left by
+// an earlier run (a crash) is replaced; any other file at its path is an error.
+// The socket's mode lets its owner and group (nginx's) send, others nothing:
+// connect(2) needs write permission on it.
+func listenSyslog(cfg Config) (syslogConn, error) {
+	path, ok := socketPath(cfg.SyslogAddr)
+	if !ok {
+		pc, err := net.ListenPacket("udp", cfg.SyslogAddr)
+		if err != nil {
+			return nil, err
+		}
+		return pc.(*net.UDPConn), nil
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket: not removing it", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("removing the stale socket: %w", err)
+		}
+	}
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		return nil, err
+	}
+	err = os.Chmod(path, 0o660)
+	if err == nil && cfg.SocketGID >= 0 {
+		err = os.Chown(path, -1, cfg.SocketGID)
+	}
+	if err != nil {
+		_ = conn.Close()
+		_ = os.Remove(path)
+		return nil, fmt.Errorf("the socket's mode and group: %w", err)
+	}
+	return conn, nil
+}
+
 // readLoop is the only goroutine that reads the socket and updates the
 // metrics. It returns nil once the socket is closed by serve.
-func readLoop(conn *net.UDPConn, m *Metrics, stderr io.Writer) error {
+func readLoop(conn net.Conn, m *Metrics, stderr io.Writer) error {
 	buf := make([]byte, maxDatagram)
 	var scratch logLine
 	loggedMalformed := false

@@ -111,18 +111,32 @@ func startStackWith(t *testing.T, o options) stack {
 		return nil
 	})
 
-	// nginx's access log goes by syslog to the exporter, as in compose.
+	// nginx's access log goes by syslog to the exporter's Unix datagram
+	// socket, as in compose: .env's NGINX_ACCESS_LOG with the socket's folder
+	// moved here, the socket in nginx workers' group.
 	logExp := build(t, dir, "nginx-log-exporter")
-	syslogPort, logMetricsPort := lab.FreePort(t), lab.FreePort(t)
+	logMetricsPort := lab.FreePort(t)
+	logDir := filepath.Join(dir, "log")
+	if err := os.Mkdir(logDir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if socketGID != "" {
+		gid, _ := strconv.Atoi(socketGID)
+		if err := os.Chown(logDir, 0, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const composeLogSocket = "/log/syslog.sock" // compose.yaml's LOG_EXPORTER_SYSLOG_ADDR
 	logEnv := append(os.Environ(),
-		fmt.Sprintf("LOG_EXPORTER_SYSLOG_ADDR=127.0.0.1:%d", syslogPort),
+		"LOG_EXPORTER_SYSLOG_ADDR=unix:"+filepath.Join(logDir, "syslog.sock"),
+		"LOG_EXPORTER_SOCKET_GID="+socketGID,
 		fmt.Sprintf("LOG_EXPORTER_METRICS_ADDR=127.0.0.1:%d", logMetricsPort),
 		"LOG_EXPORTER_CATALOGUE="+lab.Path(t, "catalogue.json"),
 	)
 	start(t, "nginx-log-exporter", logEnv, logExp)
-	accessLog := strings.Replace(lab.Env(t)["NGINX_ACCESS_LOG"], "nginx-log-exporter:5514", fmt.Sprintf("127.0.0.1:%d", syslogPort), 1)
-	if !strings.Contains(accessLog, "127.0.0.1") {
-		t.Fatalf(".env NGINX_ACCESS_LOG=%q does not send to nginx-log-exporter:5514", lab.Env(t)["NGINX_ACCESS_LOG"])
+	accessLog := strings.Replace(lab.Env(t)["NGINX_ACCESS_LOG"], "unix:"+composeLogSocket, "unix:"+filepath.Join(logDir, "syslog.sock"), 1)
+	if !strings.Contains(accessLog, logDir) {
+		t.Fatalf(".env NGINX_ACCESS_LOG=%q does not send to unix:%s", lab.Env(t)["NGINX_ACCESS_LOG"], composeLogSocket)
 	}
 
 	// Both nginx of the catalogue, from the one template as compose runs them:

@@ -225,6 +225,47 @@ func TestComposeSocketShared(t *testing.T) {
 	}
 }
 
+// Both nginx send their access log where the exporter's socket is: .env's
+// NGINX_ACCESS_LOG names the path of LOG_EXPORTER_SYSLOG_ADDR, in the same
+// named volume at the same place (nginx read-only), and the exporter runs in
+// nginx's group (the socket is 0660) with room queued for bursts of lines.
+func TestComposeLogSocket(t *testing.T) {
+	p := loadCompose(t)
+	exp := p.Services["nginx-log-exporter"]
+	path, ok := strings.CutPrefix(*exp.Environment["LOG_EXPORTER_SYSLOG_ADDR"], "unix:")
+	if !ok {
+		t.Fatalf("nginx-log-exporter: LOG_EXPORTER_SYSLOG_ADDR %q, want unix:<path>", *exp.Environment["LOG_EXPORTER_SYSLOG_ADDR"])
+	}
+	volume, rel := inVolume(exp, path)
+	if volume == "" {
+		t.Fatalf("nginx-log-exporter: %s is in no named volume of its own", path)
+	}
+	if al := lab.Env(t)["NGINX_ACCESS_LOG"]; !strings.HasPrefix(al, "syslog:server=unix:"+path+",") {
+		t.Errorf(".env NGINX_ACCESS_LOG=%q, want syslog:server=unix:%s,...", al, path)
+	}
+	_, expGroup, _ := strings.Cut(exp.User, ":")
+	for _, name := range []string{"nginx", "nginx-lo"} {
+		s := p.Services[name]
+		if *s.Environment["NGINX_ACCESS_LOG"] != lab.Env(t)["NGINX_ACCESS_LOG"] {
+			t.Errorf("%s: NGINX_ACCESS_LOG %q, want .env's", name, *s.Environment["NGINX_ACCESS_LOG"])
+		}
+		if v, r := inVolume(s, path); v != volume || r != rel {
+			t.Errorf("%s sends its log to %s: in volume %q at %q; the exporter's socket is in %q at %q", name, path, v, r, volume, rel)
+		}
+		for _, v := range s.Volumes {
+			if v.Source == volume && !v.ReadOnly {
+				t.Errorf("%s mounts the log volume writable", name)
+			}
+		}
+		if _, group, _ := strings.Cut(s.User, ":"); group == "" || group != expGroup {
+			t.Errorf("%s runs as %q, the exporter as %q: the socket's group (0660) must be nginx's", name, s.User, exp.User)
+		}
+	}
+	if q, _ := strconv.Atoi(exp.Sysctls["net.unix.max_dgram_qlen"]); q < 512 {
+		t.Errorf("nginx-log-exporter: net.unix.max_dgram_qlen %q, want >= 512 (Linux's 10 drops lines in a burst)", exp.Sysctls["net.unix.max_dgram_qlen"])
+	}
+}
+
 // Every client of the app's TCP listener reaches its port: nginx across the
 // bridge at the app's service name, nginx-lo (in the app's network namespace)
 // on loopback, the contract checker as nginx does.
@@ -255,8 +296,9 @@ func TestComposeTCPUpstream(t *testing.T) {
 
 var (
 	// server unix:/sock/app.sock;, proxy_pass http://unix:/sock/app.sock:/;
-	// and fastcgi_pass unix:/sock/app.sock;
-	unixUpstream = regexp.MustCompile(`unix:(/[^;:\s]+)`)
+	// and fastcgi_pass unix:/sock/app.sock; (not the access log's
+	// syslog:server=unix:..., see TestComposeLogSocket)
+	unixUpstream = regexp.MustCompile(`(?:server |http://|fastcgi_pass )unix:(/[^;:\s]+)`)
 	// server host:port; in an upstream block, proxy_pass http://host:port/;
 	// and fastcgi_pass host:port;
 	tcpUpstream = regexp.MustCompile(`(?m)^\s*(?:server ([^\s;:]+:[0-9]+);|(?:proxy_pass http://|fastcgi_pass )([^\s/:;]+:[0-9]+)/?;)`)
