@@ -16,8 +16,12 @@ type Config struct {
 	// SyslogAddr is where nginx sends its syslog datagrams: a UDP host:port,
 	// or unix:<path>, a Unix datagram socket (the lab's default: no IP stack,
 	// bridge or conntrack on nginx's side of each line).
-	SyslogAddr  string
-	SocketGID   int    // LOG_EXPORTER_SOCKET_GID: the socket's group (-1: the process's)
+	SyslogAddr string
+	SocketGID  int // LOG_EXPORTER_SOCKET_GID: the socket's and pipe's group (-1: the process's)
+	// Pipe (LOG_EXPORTER_PIPE), if set, is a FIFO read besides the socket:
+	// nginx's buffered access log (access_log <pipe> ... buffer=64k), the
+	// lab's default, one write per 64 KiB of lines instead of a send per line.
+	Pipe        string
 	MetricsAddr string // TCP address of /metrics and /healthz.
 	Catalogue   string // the lab's catalogue.json, whose paths are the path label's values
 	Paths       []string
@@ -43,6 +47,10 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		}
 	} else if err := validateAddr(cfg.SyslogAddr); err != nil {
 		return cfg, fmt.Errorf("LOG_EXPORTER_SYSLOG_ADDR=%q: %w (or unix:/path)", cfg.SyslogAddr, err)
+	}
+	cfg.Pipe = getenv("LOG_EXPORTER_PIPE")
+	if cfg.Pipe != "" && !strings.HasPrefix(cfg.Pipe, "/") {
+		return cfg, fmt.Errorf("LOG_EXPORTER_PIPE=%q: want an absolute path", cfg.Pipe)
 	}
 	cfg.SocketGID = -1
 	if v := getenv("LOG_EXPORTER_SOCKET_GID"); v != "" {

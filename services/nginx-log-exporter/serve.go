@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,6 +26,9 @@ const (
 	// A Unix datagram socket queues by count instead: net.unix.max_dgram_qlen
 	// (compose raises it in the exporter's network namespace).
 	udpReadBuffer = 4 << 20
+	// pipeSize is asked for the pipe: nginx's 64 KiB writes queue there while
+	// lines are parsed (an exporter that stalls longer blocks nginx's writes).
+	pipeSize = 1 << 20
 	// maxLoggedLine caps the malformed line echoed to stderr.
 	maxLoggedLine = 200
 
@@ -34,8 +39,9 @@ const (
 	shutdownTimeout   = 5 * time.Second
 )
 
-// serve receives syslog datagrams and serves /metrics and /healthz until ctx
-// is cancelled. It returns nil after a clean stop.
+// serve receives nginx's access log (syslog datagrams, and the pipe if one is
+// set) and serves /metrics and /healthz until ctx is cancelled. It returns nil
+// after a clean stop.
 func serve(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	conn, err := listenSyslog(cfg)
 	if err != nil {
@@ -47,9 +53,18 @@ func serve(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err := conn.SetReadBuffer(udpReadBuffer); err != nil {
 		fmt.Fprintf(stderr, "nginx-log-exporter: setting the read buffer to %d bytes: %v\n", udpReadBuffer, err)
 	}
+	closeAll := func() error { return conn.Close() }
+	var pipe *os.File
+	if cfg.Pipe != "" {
+		if pipe, err = openPipe(cfg); err != nil {
+			_ = conn.Close()
+			return fmt.Errorf("LOG_EXPORTER_PIPE %s: %w", cfg.Pipe, err)
+		}
+		closeAll = func() error { _ = pipe.Close(); return conn.Close() }
+	}
 	ln, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
-		_ = conn.Close()
+		_ = closeAll()
 		return fmt.Errorf("LOG_EXPORTER_METRICS_ADDR %s: %w", cfg.MetricsAddr, err)
 	}
 
@@ -67,36 +82,63 @@ func serve(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if n, err := socketReadBuffer(conn); err == nil {
 		rcvbuf = fmt.Sprint(n)
 	}
-	fmt.Fprintf(stdout, "nginx-log-exporter: listening syslog=%s:%s metrics=http:%s rcvbuf=%s\n",
-		conn.LocalAddr().Network(), conn.LocalAddr(), ln.Addr(), rcvbuf)
+	piped := ""
+	if pipe != nil {
+		piped = " pipe=" + cfg.Pipe
+		if n, err := growPipe(pipe, pipeSize); err == nil {
+			piped += fmt.Sprintf(" pipe_size=%d", n)
+		} else {
+			fmt.Fprintf(stderr, "nginx-log-exporter: growing the pipe to %d bytes: %v\n", pipeSize, err)
+		}
+	}
+	fmt.Fprintf(stdout, "nginx-log-exporter: listening syslog=%s:%s metrics=http:%s rcvbuf=%s%s\n",
+		conn.LocalAddr().Network(), conn.LocalAddr(), ln.Addr(), rcvbuf, piped)
 
-	readerDone := make(chan error, 1)
+	in := &lines{m: m, stderr: stderr}
+	readers := 1
+	readerDone := make(chan error, 2)
 	serveDone := make(chan error, 1)
-	go func() { readerDone <- readLoop(conn, m, stderr) }()
+	go func() { readerDone <- readLoop(conn, in) }()
+	if pipe != nil {
+		readers++
+		go func() { readerDone <- readPipe(pipe, in) }()
+	}
 	go func() { serveDone <- srv.Serve(ln) }()
+	// waitReaders closes the inputs and collects every reader's end.
+	waitReaders := func(first error) error {
+		_ = closeAll()
+		for i := 0; i < readers; i++ {
+			if err := <-readerDone; first == nil {
+				first = err
+			}
+		}
+		return first
+	}
 
 	select {
 	case <-ctx.Done():
 	case err := <-readerDone:
-		// The socket died on its own: stop rather than run half-up.
+		// An input died on its own: stop rather than run half-up.
+		readers--
 		_ = srv.Close()
 		<-serveDone
-		return err
+		if err == nil {
+			err = errors.New("an access log input closed")
+		}
+		return waitReaders(err)
 	case err := <-serveDone:
-		_ = conn.Close()
-		<-readerDone
+		_ = waitReaders(nil)
 		return fmt.Errorf("metrics server: %w", err)
 	}
 
 	fmt.Fprintln(stdout, "nginx-log-exporter: shutting down")
-	_ = conn.Close() // unblocks the reader
+	readErr := waitReaders(nil) // unblocks the readers
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	shutdownErr := srv.Shutdown(sctx)
 	if shutdownErr != nil {
 		_ = srv.Close()
 	}
-	readErr := <-readerDone
 	if err := <-serveDone; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("metrics server: %w", err)
 	}
@@ -167,12 +209,40 @@ func listenSyslog(cfg Config) (syslogConn, error) {
 	return conn, nil
 }
 
-// readLoop is the only goroutine that reads the socket and updates the
-// metrics. It returns nil once the socket is closed by serve.
-func readLoop(conn net.Conn, m *Metrics, stderr io.Writer) error {
+// lines turns each access-log line into metrics. Both inputs (the syslog
+// socket and the pipe) share it, one line at a time.
+type lines struct {
+	mu              sync.Mutex
+	m               *Metrics
+	stderr          io.Writer
+	scratch         logLine
+	loggedMalformed bool
+}
+
+func (l *lines) add(b []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec, err := parseDatagram(b, &l.scratch)
+	if err != nil {
+		l.m.linesMalformed.Inc()
+		// The first one usually means a log_format mismatch; say so once,
+		// then only count (a flood must not turn into a log flood).
+		if !l.loggedMalformed {
+			l.loggedMalformed = true
+			if len(b) > maxLoggedLine {
+				b = b[:maxLoggedLine]
+			}
+			fmt.Fprintf(l.stderr, "nginx-log-exporter: malformed line (%v): %q; further ones are only counted in nginx_log_lines_total{result=\"malformed\"}\n", err, b)
+		}
+		return
+	}
+	l.m.observe(rec)
+}
+
+// readLoop reads the syslog socket, a line per datagram. It returns nil once
+// the socket is closed by serve.
+func readLoop(conn net.Conn, in *lines) error {
 	buf := make([]byte, maxDatagram)
-	var scratch logLine
-	loggedMalformed := false
 	for {
 		n, err := conn.Read(buf)
 		if err != nil {
@@ -181,21 +251,59 @@ func readLoop(conn net.Conn, m *Metrics, stderr io.Writer) error {
 			}
 			return fmt.Errorf("reading syslog datagrams: %w", err)
 		}
-		rec, err := parseDatagram(buf[:n], &scratch)
-		if err != nil {
-			m.linesMalformed.Inc()
-			// The first one usually means a log_format mismatch; say so once,
-			// then only count (a flood must not turn into a log flood).
-			if !loggedMalformed {
-				loggedMalformed = true
-				line := buf[:n]
-				if len(line) > maxLoggedLine {
-					line = line[:maxLoggedLine]
-				}
-				fmt.Fprintf(stderr, "nginx-log-exporter: malformed line (%v): %q; further ones are only counted in nginx_log_lines_total{result=\"malformed\"}\n", err, line)
-			}
-			continue
-		}
-		m.observe(rec)
+		in.add(buf[:n])
 	}
+}
+
+// readPipe reads nginx's buffered access log from the pipe: JSON lines, many
+// per write. It returns nil once the pipe is closed by serve.
+func readPipe(f *os.File, in *lines) error {
+	r := bufio.NewReaderSize(f, maxDatagram)
+	for {
+		b, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			in.add(b) // a line over 64 KiB is cut, so malformed: counted as such
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = r.ReadSlice('\n') // and the rest of it skipped
+			}
+			if err == nil {
+				continue
+			}
+		}
+		if err != nil {
+			if errors.Is(err, os.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("reading the access log pipe: %w", err)
+		}
+		in.add(b[:len(b)-1])
+	}
+}
+
+// openPipe opens the FIFO nginx writes its buffered access log to (created if
+// absent; any other file there is an error). It stays when the exporter stops:
+// nginx keeps it open, and a restarted exporter reads the same one. O_RDWR: the
+// exporter holds a writer too, so it sees no end when nginx restarts, and
+// nginx's open never waits for a reader. Its mode lets the owner and group
+// (nginx's) write, others nothing.
+func openPipe(cfg Config) (*os.File, error) {
+	fi, err := os.Lstat(cfg.Pipe)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := syscall.Mkfifo(cfg.Pipe, 0o600); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, err
+	case fi.Mode()&os.ModeNamedPipe == 0:
+		return nil, fmt.Errorf("%s exists and is not a FIFO: not replacing it", cfg.Pipe)
+	}
+	err = os.Chmod(cfg.Pipe, 0o660)
+	if err == nil && cfg.SocketGID >= 0 {
+		err = os.Chown(cfg.Pipe, -1, cfg.SocketGID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the pipe's mode and group: %w", err)
+	}
+	return os.OpenFile(cfg.Pipe, os.O_RDWR, 0)
 }

@@ -111,9 +111,9 @@ func startStackWith(t *testing.T, o options) stack {
 		return nil
 	})
 
-	// nginx's access log goes by syslog to the exporter's Unix datagram
-	// socket, as in compose: .env's NGINX_ACCESS_LOG with the socket's folder
-	// moved here, the socket in nginx workers' group.
+	// nginx's access log goes to the exporter as compose has it (.env's
+	// NGINX_ACCESS_LOG: the buffered log through the exporter's FIFO), with
+	// the log volume's folder moved here and in nginx workers' group.
 	logExp := build(t, dir, "nginx-log-exporter")
 	logMetricsPort := lab.FreePort(t)
 	logDir := filepath.Join(dir, "log")
@@ -126,18 +126,20 @@ func startStackWith(t *testing.T, o options) stack {
 			t.Fatal(err)
 		}
 	}
-	const composeLogSocket = "/log/syslog.sock" // compose.yaml's LOG_EXPORTER_SYSLOG_ADDR
+	const composeLogDir = "/log/" // compose.yaml's log volume in nginx-log-exporter
 	logEnv := append(os.Environ(),
 		"LOG_EXPORTER_SYSLOG_ADDR=unix:"+filepath.Join(logDir, "syslog.sock"),
+		"LOG_EXPORTER_PIPE="+filepath.Join(logDir, "access.pipe"),
 		"LOG_EXPORTER_SOCKET_GID="+socketGID,
 		fmt.Sprintf("LOG_EXPORTER_METRICS_ADDR=127.0.0.1:%d", logMetricsPort),
 		"LOG_EXPORTER_CATALOGUE="+lab.Path(t, "catalogue.json"),
 	)
 	start(t, "nginx-log-exporter", logEnv, logExp)
-	accessLog := strings.Replace(lab.Env(t)["NGINX_ACCESS_LOG"], "unix:"+composeLogSocket, "unix:"+filepath.Join(logDir, "syslog.sock"), 1)
+	accessLog := strings.ReplaceAll(lab.Env(t)["NGINX_ACCESS_LOG"], composeLogDir, logDir+"/")
 	if !strings.Contains(accessLog, logDir) {
-		t.Fatalf(".env NGINX_ACCESS_LOG=%q does not send to unix:%s", lab.Env(t)["NGINX_ACCESS_LOG"], composeLogSocket)
+		t.Fatalf(".env NGINX_ACCESS_LOG=%q names nothing in %s", lab.Env(t)["NGINX_ACCESS_LOG"], composeLogDir)
 	}
+	waitFor(t, "nginx-log-exporter's pipe", func() error { _, err := os.Stat(filepath.Join(logDir, "access.pipe")); return err })
 
 	// Both nginx of the catalogue, from the one template as compose runs them:
 	// nginx-lo's locations carry the suffix -lo. Here both reach the app on
@@ -362,7 +364,7 @@ func TestLocations(t *testing.T) {
 			t.Logf("/%s/: %d requests -> %s listener, %v connections accepted", tc.path, n, tc.listener, accepted)
 
 			// Every request, the warm-up's too, reached nginx-log-exporter as
-			// one access-log line (UDP: give the last datagrams a moment).
+			// one access-log line (buffered: nginx flushes it within 1 s).
 			waitFor(t, "access log lines for /"+tc.path+"/", func() error {
 				got := logged(t, s, tc.path)
 				for name, v := range got {

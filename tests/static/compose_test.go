@@ -225,40 +225,48 @@ func TestComposeSocketShared(t *testing.T) {
 	}
 }
 
-// Both nginx send their access log where the exporter's socket is: .env's
-// NGINX_ACCESS_LOG names the path of LOG_EXPORTER_SYSLOG_ADDR, in the same
-// named volume at the same place (nginx read-only), and the exporter runs in
-// nginx's group (the socket is 0660) with room queued for bursts of lines.
+// Both nginx write their access log where the exporter reads it: .env's
+// NGINX_ACCESS_LOG names LOG_EXPORTER_PIPE (or LOG_EXPORTER_SYSLOG_ADDR's
+// socket), in the same named volume at the same place (nginx read-only); the
+// exporter runs in nginx's group (both are 0660), with room queued on the
+// socket for bursts of lines.
 func TestComposeLogSocket(t *testing.T) {
 	p := loadCompose(t)
 	exp := p.Services["nginx-log-exporter"]
-	path, ok := strings.CutPrefix(*exp.Environment["LOG_EXPORTER_SYSLOG_ADDR"], "unix:")
+	pipe := *exp.Environment["LOG_EXPORTER_PIPE"]
+	sock, ok := strings.CutPrefix(*exp.Environment["LOG_EXPORTER_SYSLOG_ADDR"], "unix:")
 	if !ok {
 		t.Fatalf("nginx-log-exporter: LOG_EXPORTER_SYSLOG_ADDR %q, want unix:<path>", *exp.Environment["LOG_EXPORTER_SYSLOG_ADDR"])
 	}
-	volume, rel := inVolume(exp, path)
-	if volume == "" {
-		t.Fatalf("nginx-log-exporter: %s is in no named volume of its own", path)
+	al := lab.Env(t)["NGINX_ACCESS_LOG"]
+	if !strings.HasPrefix(al, pipe+" ") && !strings.HasPrefix(al, "syslog:server=unix:"+sock+",") {
+		t.Errorf(".env NGINX_ACCESS_LOG=%q, want %s ... or syslog:server=unix:%s,...", al, pipe, sock)
 	}
-	if al := lab.Env(t)["NGINX_ACCESS_LOG"]; !strings.HasPrefix(al, "syslog:server=unix:"+path+",") {
-		t.Errorf(".env NGINX_ACCESS_LOG=%q, want syslog:server=unix:%s,...", al, path)
+	if !strings.Contains(al, " buffer=") && strings.HasPrefix(al, pipe) {
+		t.Errorf(".env NGINX_ACCESS_LOG=%q: the pipe is there to be written a buffer at a time (buffer=)", al)
 	}
 	_, expGroup, _ := strings.Cut(exp.User, ":")
-	for _, name := range []string{"nginx", "nginx-lo"} {
-		s := p.Services[name]
-		if *s.Environment["NGINX_ACCESS_LOG"] != lab.Env(t)["NGINX_ACCESS_LOG"] {
-			t.Errorf("%s: NGINX_ACCESS_LOG %q, want .env's", name, *s.Environment["NGINX_ACCESS_LOG"])
+	for _, path := range []string{pipe, sock} {
+		volume, rel := inVolume(exp, path)
+		if volume == "" {
+			t.Fatalf("nginx-log-exporter: %s is in no named volume of its own", path)
 		}
-		if v, r := inVolume(s, path); v != volume || r != rel {
-			t.Errorf("%s sends its log to %s: in volume %q at %q; the exporter's socket is in %q at %q", name, path, v, r, volume, rel)
-		}
-		for _, v := range s.Volumes {
-			if v.Source == volume && !v.ReadOnly {
-				t.Errorf("%s mounts the log volume writable", name)
+		for _, name := range []string{"nginx", "nginx-lo"} {
+			s := p.Services[name]
+			if *s.Environment["NGINX_ACCESS_LOG"] != al {
+				t.Errorf("%s: NGINX_ACCESS_LOG %q, want .env's", name, *s.Environment["NGINX_ACCESS_LOG"])
 			}
-		}
-		if _, group, _ := strings.Cut(s.User, ":"); group == "" || group != expGroup {
-			t.Errorf("%s runs as %q, the exporter as %q: the socket's group (0660) must be nginx's", name, s.User, exp.User)
+			if v, r := inVolume(s, path); v != volume || r != rel {
+				t.Errorf("%s finds %s in volume %q at %q; the exporter has it in %q at %q", name, path, v, r, volume, rel)
+			}
+			for _, v := range s.Volumes {
+				if v.Source == volume && !v.ReadOnly {
+					t.Errorf("%s mounts the log volume writable", name)
+				}
+			}
+			if _, group, _ := strings.Cut(s.User, ":"); group == "" || group != expGroup {
+				t.Errorf("%s runs as %q, the exporter as %q: the log's group (0660) must be nginx's", name, s.User, exp.User)
+			}
 		}
 	}
 	if q, _ := strconv.Atoi(exp.Sysctls["net.unix.max_dgram_qlen"]); q < 512 {
