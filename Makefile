@@ -103,13 +103,18 @@ max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6 or wrk,
 overhead: ## What observing costs each path: the full lab against nginx + app alone, and Gin against a minimal app (OVERHEAD_ROUNDS, OVERHEAD_SETUPS)
 	COMPOSE="$(COMPOSE)" TESTID=overhead-$(TESTID) loadgen/overhead.sh
 
+# One make up, load and report per stack, then one comparison (loadgen/compare.sh).
+.PHONY: compare
+compare: loadgen-settings ## The same load on each stack in turn, and what the socket saves on each side by side (STACKS=go,php-fpm,gunicorn,node; SCENARIO, RATE, PATHS, ...)
+	COMPOSE="$(COMPOSE)" MAKE="$(MAKE)" TESTID=compare-$(TESTID) loadgen/compare.sh
+
 .PHONY: report
 report: ## Write results/<run>/report.md, report.json and charts for the last run (RUN=<testid> for another)
 	@$(COMPOSE) --profile report build report >/dev/null
 	$(COMPOSE) --profile report run --rm --user "$$(id -u):$$(id -g)" report --run "$(or $(RUN),$$(cat results/last))"
 
 .PHONY: contract
-contract: ## Check an app image against the contract (APP_IMAGE=<image>, default the lab's app; ENDPOINT=<a route of it>) and print the tables
+contract: ## Check an app image against the contract (APP_IMAGE=<image>, default the lab's app; ENDPOINT=<a route of it>; APP_PROTOCOL=fastcgi for PHP-FPM) and print the tables
 	@if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app; \
 	else docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE"; fi
 	$(COMPOSE) --profile contract build contract

@@ -13,7 +13,7 @@ at a time; this script starts, kills and stops the app between the steps:
 
   start     if the container has a healthcheck (its image's or compose's),
             it turns healthy: nginx waits for it
-  check     serves HTTP on both listeners, socket mode; optional: health,
+  check     serves (HTTP or FastCGI) on both listeners, socket mode; optional: health,
             routes, metrics
   others    the socket refuses a user outside nginx's group
   SIGKILL, start, wait   a stale socket does not block a restart
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 STOP_TIMEOUT = 10  # seconds docker compose stop waits before SIGKILL
 HEALTHY_WITHIN = 60
 OTHER_USER = "65534:65534"  # nobody: neither the app's user nor nginx's group
-SERVES = "serves HTTP on the TCP port and on the socket"  # the checker's first clause
+SERVES = "serves on the TCP port and on the socket"  # the checker's first clause
 HEALTHY = "image HEALTHCHECK turns healthy"
 NO_HEALTHCHECK = "nothing: the lab takes the app as ready when its port and its socket answer"
 STOP_COST = "a stop cuts requests in flight; make down waits for SIGKILL"

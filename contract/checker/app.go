@@ -22,14 +22,16 @@ func newApp(cfg Config) *app {
 	var d net.Dialer
 	mk := func(name, network, addr string) listener {
 		dial := func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, network, addr) }
-		return listener{name: name, dial: dial, client: &http.Client{
-			Timeout: 10 * time.Second,
-			// A new connection per request, as nginx's /tcp/ and /uds/ paths.
-			Transport: &http.Transport{
-				DisableKeepAlives: true,
-				DialContext:       func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
-			},
-		}}
+		// A new connection per request, as nginx's /tcp/ and /uds/ paths, in
+		// the protocol nginx speaks to the app.
+		var rt http.RoundTripper = &http.Transport{
+			DisableKeepAlives: true,
+			DialContext:       func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+		}
+		if cfg.Protocol == "fastcgi" {
+			rt = fastcgiTransport{dial: dial, script: cfg.Script}
+		}
+		return listener{name: name, dial: dial, client: &http.Client{Timeout: 10 * time.Second, Transport: rt}}
 	}
 	return &app{tcp: mk("tcp", "tcp", cfg.TCP), uds: mk("unix", "unix", cfg.Socket)}
 }

@@ -33,7 +33,7 @@ const (
 // The clauses' names: the table's rows, results/contract.json's "clause" and
 // what tests/e2e looks for.
 const (
-	servesName  = "serves HTTP on the TCP port and on the socket"
+	servesName  = "serves on the TCP port and on the socket"
 	socketName  = "socket mode: owner and nginx's group rw, others nothing; folder not world-writable"
 	othersName  = "socket: refused to other users"
 	restartName = "restart over a stale socket"
@@ -52,7 +52,7 @@ const (
 	drainCost     = "a stop cuts requests in flight; make down waits for SIGKILL"
 )
 
-// check runs the clauses of one running app. If the app does not serve HTTP
+// check runs the clauses of one running app. If the app does not serve
 // on both listeners nothing else means anything: it stops there.
 func check(cfg Config, a *app, emit func(Clause)) error {
 	uses, err := panels.Load(cfg.Dashboards)
@@ -79,7 +79,8 @@ func check(cfg Config, a *app, emit func(Clause)) error {
 	return nil
 }
 
-// serves polls GET ENDPOINT on both listeners until both answer HTTP with a
+// serves polls GET ENDPOINT on both listeners until both answer (HTTP, or
+// FastCGI with APP_PROTOCOL=fastcgi) with a
 // status below 500 (a 404 is an app that serves; a 502 or 503 one that is not
 // ready). The socket is reached as this process's user, nginx's.
 func serves(a *app, cfg Config, name string) Clause {
@@ -89,7 +90,7 @@ func serves(a *app, cfg Config, name string) Clause {
 		var got, bad []string
 		for _, l := range a.both() {
 			r := l.get(cfg.endpoint())
-			got = append(got, fmt.Sprintf("%s GET %s: %s", l.name, cfg.endpoint(), r))
+			got = append(got, fmt.Sprintf("%s %s GET %s: %s", l.name, cfg.protocolName(), cfg.endpoint(), r))
 			if r.err != nil || r.status >= 500 {
 				bad = append(bad, l.name)
 			}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/fcgi"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,7 @@ type flaws struct {
 	noMetrics     bool        // no /metrics at all
 	abruptStop    bool        // Close instead of Shutdown: in-flight requests cut
 	keepSocket    bool        // the socket file stays after the stop
+	fastcgi       bool        // speaks FastCGI (net/http/fcgi, as PHP-FPM) on both, not HTTP
 }
 
 type testApp struct {
@@ -102,6 +104,9 @@ func startApp(t *testing.T, f flaws) *testApp {
 	}
 	uds.(*net.UnixListener).SetUnlinkOnClose(!f.keepSocket)
 	a := &testApp{f: f, cfg: testConfig(tcp.Addr().String(), sock)}
+	if f.fastcgi {
+		a.cfg.Protocol, a.cfg.Script = "fastcgi", "/app/index.php"
+	}
 	chmod(t, sock, f.mode, 0o660)
 	chmod(t, dir, f.dirMode, 0o755)
 
@@ -202,6 +207,19 @@ func startApp(t *testing.T, f flaws) *testApp {
 	}
 	for i, l := range []net.Listener{tcp, uds} {
 		if i == 0 && f.tcpNotHTTP {
+			continue
+		}
+		if f.fastcgi {
+			// As PHP-FPM: a request that names another script is "File not found.".
+			h, script := handler([]string{"tcp", "unix"}[i]), a.cfg.Script
+			go fcgi.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if got := fcgi.ProcessEnv(r)["SCRIPT_FILENAME"]; got != script {
+					http.Error(w, "File not found.", http.StatusNotFound)
+					return
+				}
+				h.ServeHTTP(w, r)
+			}))
+			t.Cleanup(func() { l.Close() })
 			continue
 		}
 		s := &http.Server{Handler: handler([]string{"tcp", "unix"}[i]), ReadHeaderTimeout: time.Second}
@@ -525,7 +543,8 @@ func TestDrain(t *testing.T) {
 }
 
 func TestRunRefusesBadSettings(t *testing.T) {
-	for _, bad := range []map[string]string{{"CONTRACT_WAIT": "soon"}, {"SLEEP_MS": "-1"}, {"ENDPOINT": "ping"}} {
+	for _, bad := range []map[string]string{{"CONTRACT_WAIT": "soon"}, {"SLEEP_MS": "-1"}, {"ENDPOINT": "ping"},
+		{"APP_PROTOCOL": "grpc"}, {"APP_PROTOCOL": "fastcgi", "APP_FASTCGI_SCRIPT": ""}, {"APP_FASTCGI_SCRIPT": "index.php", "APP_PROTOCOL": "fastcgi"}} {
 		err := run([]string{"contract", "check"}, func(k string) string { return bad[k] }, io.Discard)
 		for k := range bad {
 			if err == nil || !strings.Contains(err.Error(), k) {

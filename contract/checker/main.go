@@ -4,7 +4,8 @@
 // can too. contract/contract.py starts the app and runs it once per step; each
 // step prints its clauses as JSON lines.
 //
-//	contract check    required: serves HTTP on both listeners, the socket's
+//	contract check    required: serves on both listeners (HTTP, or FastCGI
+//	                  with APP_PROTOCOL=fastcgi, as nginx asks), the socket's
 //	                  mode; optional: health, each workload's route, metrics
 //	contract others   required: the socket refuses a user outside nginx's group
 //	contract wait     required: serves again on both (after a SIGKILL)
@@ -37,6 +38,8 @@ type Config struct {
 	Workloads  string            // CONTRACT_WORKLOADS, the lab's catalogue.json
 	Wait       time.Duration     // CONTRACT_WAIT, how long the app may take to serve
 	StopWait   time.Duration     // how long a stopped app may take to close its listeners
+	Protocol   string            // APP_PROTOCOL: http, or fastcgi (PHP-FPM), as nginx speaks to the app
+	Script     string            // APP_FASTCGI_SCRIPT: the front controller a FastCGI request names
 	Params     map[string]string // CPU_ITERATIONS, SLEEP_MS, ENDPOINT as make load has them
 }
 
@@ -53,6 +56,17 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		Wait:       30 * time.Second,
 		StopWait:   15 * time.Second,
 		Params:     map[string]string{},
+		Protocol:   or(getenv("APP_PROTOCOL"), "http"),
+		Script:     getenv("APP_FASTCGI_SCRIPT"),
+	}
+	switch c.Protocol {
+	case "http":
+	case "fastcgi":
+		if !strings.HasPrefix(c.Script, "/") {
+			return c, fmt.Errorf("APP_FASTCGI_SCRIPT=%q: APP_PROTOCOL=fastcgi needs the front controller's absolute path, such as /app/index.php", c.Script)
+		}
+	default:
+		return c, fmt.Errorf("APP_PROTOCOL=%q: want http or fastcgi", c.Protocol)
 	}
 	if v := getenv("CONTRACT_WAIT"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -77,6 +91,14 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("ENDPOINT=%q: want a path such as /ping", v)
 	}
 	return c, nil
+}
+
+// protocolName is the protocol as the clauses name it.
+func (c Config) protocolName() string {
+	if c.Protocol == "fastcgi" {
+		return "FastCGI"
+	}
+	return "HTTP"
 }
 
 func or(v, def string) string {

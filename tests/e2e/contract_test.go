@@ -28,14 +28,11 @@ type contractResult struct {
 	} `json:"clauses"`
 }
 
-// contract runs `make contract` (APP_IMAGE=image unless empty) and reads its JSON.
-func contract(t *testing.T, image string) contractResult {
+// contract runs `make contract` with the settings given (APP_IMAGE=...; none:
+// the lab's app) and reads its JSON.
+func contract(t *testing.T, settings ...string) contractResult {
 	t.Helper()
-	args := []string{"contract"}
-	if image != "" {
-		args = append(args, "APP_IMAGE="+image)
-	}
-	mk(t, args...)
+	mk(t, append([]string{"contract"}, settings...)...)
 	var r contractResult
 	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", "contract.json"))), &r); err != nil {
 		t.Fatal(err)
@@ -60,7 +57,7 @@ func contract(t *testing.T, image string) contractResult {
 }
 
 func checkContracts(t *testing.T) {
-	own := contract(t, "")
+	own := contract(t)
 	for _, c := range own.Clauses {
 		if !c.Pass {
 			t.Errorf("the lab's app fails %s: %s", c.Clause, c.Why)
@@ -69,7 +66,7 @@ func checkContracts(t *testing.T) {
 	step(t, "build "+minimalImage, func() {
 		run(t, "docker", "build", "-q", "--build-arg", "GO_IMAGE="+os.Getenv("GO_IMAGE"), "-t", minimalImage, "contract/minimal-app")
 	})
-	min := contract(t, minimalImage)
+	min := contract(t, "APP_IMAGE="+minimalImage)
 	// It leaves out routes and metrics on purpose: the table must say so.
 	optional := map[string]contractFailure{}
 	for _, c := range min.Clauses {
