@@ -145,6 +145,9 @@ def missing_reason(query, raw_key, problem, window, cache):
     if job not in cache:
         start, end = window
         cache[job] = scalar(query, f'max(max_over_time(up{{job="{job}"}}[{int(math.ceil(end - start))}s] @ {end:.3f}))')
+    if not cache[job] and job == "app":
+        # Its metrics are optional (make contract): an app may export none.
+        return "no metrics from the app (Prometheus could not scrape its /metrics: optional, see make contract)"
     if not cache[job]:
         hint = " (make up leaves it out where it cannot run: see make doctor)" if job in ("cadvisor", "node") else ""
         return f"{name} not running{hint}"

@@ -776,6 +776,19 @@ def test_missing_node_exporter_is_named():
     assert "node-exporter not running" in rep["idle_baseline"]["missing"]
 
 
+def test_an_app_without_metrics_is_named_not_down():
+    # A stack that exports no metrics (issue 12): up{job="app"} is 0, and its
+    # figures are n/a for that reason, not "not running"; nginx's and k6's stay.
+    k6 = make_k6(paths=("tcp", "uds"), rounds=2, duration=10)
+    over = {k: None for k in ("histogram_quantile(0.5,", "histogram_quantile(0.99,", "app_http_requests_total",
+                              "process_cpu_seconds_total", "app_process_context_switches_total")}
+    rep = build(k6, server_table(k6, {**over, 'up{job="app"}': 0}))
+    for key in ("app_p50_ms", "app_requests", "app_cpu_us_per_req", "app_ctx_switches_per_req"):
+        assert "no metrics from the app" in rep["phases"][0]["missing"][key], rep["phases"][0]["missing"]
+    assert not any("not running" in v for k, v in rep["phases"][0]["missing"].items() if k.startswith("app_"))
+    assert rep["phases"][0]["figures"]["client_p50_ms"] is not None
+
+
 # ---------------------------------------------------------------- context switches
 
 BACKGROUND = 20_000  # the host's switches per second, idle and under load (Prometheus, Docker, k6)

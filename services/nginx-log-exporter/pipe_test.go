@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -35,24 +34,11 @@ func openWriter(t *testing.T, path string) *os.File {
 // after the stop for the next exporter to read.
 func TestPipeCountsBufferedLines(t *testing.T) {
 	path := filepath.Join(socketDir(t), "access.pipe")
-	env := pipeEnv(path)
-	if os.Geteuid() == 0 {
-		env["LOG_EXPORTER_SOCKET_GID"] = "65534"
-	}
-	e := startExporter(t, env)
+	e := startExporter(t, asGroup(pipeEnv(path)))
 	if !strings.Contains(e.stdout.String(), " pipe="+path) {
 		t.Errorf("startup line: %q", e.stdout.String())
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Mode()&os.ModeNamedPipe == 0 || fi.Mode().Perm() != 0o660 {
-		t.Errorf("%s: mode %v, want a FIFO 0660", path, fi.Mode())
-	}
-	if gid := fi.Sys().(*syscall.Stat_t).Gid; os.Geteuid() == 0 && gid != 65534 {
-		t.Errorf("%s: group %d, want LOG_EXPORTER_SOCKET_GID 65534", path, gid)
-	}
+	checkShared(t, path, os.ModeNamedPipe)
 	w := openWriter(t, path)
 	half := len(pipeLine) / 2
 	if _, err := w.WriteString(strings.Repeat(pipeLine, 3) + pipeLine[:half]); err != nil {

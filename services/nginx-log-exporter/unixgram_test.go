@@ -28,29 +28,40 @@ func unixEnv(path string) map[string]string {
 	return env
 }
 
-// nginx's lines over a Unix datagram socket (the lab's default) are counted as
-// over UDP; the socket is 0660 (the owner and nginx's group send, others
-// nothing), in the group asked for, and gone after a clean stop.
-func TestUnixSocketCountsLines(t *testing.T) {
-	path := filepath.Join(socketDir(t), "syslog.sock")
-	env := unixEnv(path)
+// asGroup asks for the group nobody's (65534) where the test may chown (root).
+func asGroup(env map[string]string) map[string]string {
 	if os.Geteuid() == 0 {
 		env["LOG_EXPORTER_SOCKET_GID"] = "65534"
 	}
-	e := startExporter(t, env)
-	if e.syslogNet != "unixgram" || e.syslogAddr != path {
-		t.Fatalf("listening on %s:%s, want unixgram:%s", e.syslogNet, e.syslogAddr, path)
-	}
+	return env
+}
+
+// checkShared: path is a file of type typ (a socket, a FIFO), 0660 (the owner
+// and nginx's group write, others nothing), in the group asGroup asked for.
+func checkShared(t *testing.T, path string, typ os.FileMode) {
+	t.Helper()
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o660 {
-		t.Errorf("%s: mode %v, want a socket 0660", path, fi.Mode())
+	if fi.Mode()&typ == 0 || fi.Mode().Perm() != 0o660 {
+		t.Errorf("%s: mode %v, want type %v and 0660", path, fi.Mode(), typ)
 	}
 	if gid := fi.Sys().(*syscall.Stat_t).Gid; os.Geteuid() == 0 && gid != 65534 {
 		t.Errorf("%s: group %d, want LOG_EXPORTER_SOCKET_GID 65534", path, gid)
 	}
+}
+
+// nginx's lines over a Unix datagram socket (the per-line log) are counted as
+// over UDP; the socket is 0660 (the owner and nginx's group send, others
+// nothing), in the group asked for, and gone after a clean stop.
+func TestUnixSocketCountsLines(t *testing.T) {
+	path := filepath.Join(socketDir(t), "syslog.sock")
+	e := startExporter(t, asGroup(unixEnv(path)))
+	if e.syslogNet != "unixgram" || e.syslogAddr != path {
+		t.Fatalf("listening on %s:%s, want unixgram:%s", e.syslogNet, e.syslogAddr, path)
+	}
+	checkShared(t, path, os.ModeSocket)
 	line := `<190>nginx: {"uri":"/uds-ka/ping","status":"200","request_time":"0.001","upstream_connect_time":"0.000",` +
 		`"upstream_header_time":"0.001","upstream_response_time":"0.001","bytes_sent":"180"}`
 	e.send(t, line, line, line)

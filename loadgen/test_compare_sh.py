@@ -1,0 +1,76 @@
+"""make compare's driver (loadgen/compare.sh), with make, compose and docker
+played by stand-ins that record their command lines: the order of the runs,
+each stack's settings from its lab.env, the comparison's command, the lab
+given back to the Go app, and the refusals."""
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "loadgen" / "compare.sh"
+
+
+def run(tmp_path, env, images=(), failing=""):
+    """Runs compare.sh; returns (exit status, stderr, recorded command lines).
+    make fails for the target named by failing."""
+    calls = tmp_path / "calls"
+    calls.write_text("")
+    bin_ = tmp_path / "bin"
+    bin_.mkdir(exist_ok=True)
+    record = f'echo "$(basename "$0") $*" >> {calls}\n'
+    (bin_ / "make").write_text("#!/bin/sh\n" + record + f'[ "$2" != "{failing}" ]\n')
+    (bin_ / "compose").write_text("#!/bin/sh\n" + record)
+    # docker image inspect succeeds only for the images this machine has.
+    (bin_ / "docker").write_text("#!/bin/sh\n" + record + 'if [ "$1 $2" = "image inspect" ]; then\n'
+                                 f'  case " {" ".join(images)} " in *" $3 "*) exit 0 ;; *) exit 1 ;; esac\nfi\n')
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    full_env = {**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}", "MAKE": str(bin_ / "make"),
+                "COMPOSE": str(bin_ / "compose"), **env}
+    p = subprocess.run(["bash", str(SCRIPT)], env=full_env, capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stderr, calls.read_text().splitlines()
+
+
+def test_runs_each_stack_with_its_settings_then_compares(tmp_path):
+    rc, err, calls = run(tmp_path, {"STACKS": "go,php-fpm", "TESTID": "c1", "STACK_PHP_FPM_IMAGE": "standin/php:1"},
+                         images=["standin/php:1"])
+    assert rc == 0, err
+    php = "APP_IMAGE=standin/php:1 APP_PROTOCOL=fastcgi NGINX_UPSTREAM_KEEPALIVE=2"
+    assert [c for c in calls if not c.startswith("docker image inspect")] == [
+        "make -s up",
+        "make -s load TESTID=c1-go",
+        "make -s report RUN=c1-go",
+        f"make -s up {php}",
+        f"make -s load TESTID=c1-php-fpm {php}",
+        f"make -s report RUN=c1-php-fpm {php}",
+        f"compose --profile report run --rm --user {os.getuid()}:{os.getgid()} --entrypoint python3 report "
+        "-m report.compare --results results --runs go=c1-go,php-fpm=c1-php-fpm --out c1",
+        "make -s up",  # back to the lab's app
+    ]
+
+
+def test_builds_a_missing_stack_image_from_its_folder(tmp_path):
+    rc, err, calls = run(tmp_path, {"STACKS": "node", "TESTID": "c2"})
+    assert rc == 0, err
+    image = next(line.split("=", 1)[1] for line in (ROOT / "stacks/node/lab.env").read_text().splitlines()
+                 if line.startswith("APP_IMAGE="))
+    assert f"docker build -q -t {image} stacks/node" in calls
+    assert f"make -s up APP_IMAGE={image}" in calls
+
+
+def test_refuses_unknown_stacks_and_bad_testids(tmp_path):
+    rc, err, calls = run(tmp_path, {"STACKS": "go,rails", "TESTID": "c3"})
+    assert rc == 2 and 'unknown stack "rails"' in err and "php-fpm" in err
+    assert calls == []
+    rc, err, calls = run(tmp_path, {"STACKS": "go", "TESTID": "a/b"})
+    assert rc == 2 and "TESTID=a/b" in err and calls == []
+
+
+def test_a_failed_load_stops_and_gives_the_lab_back(tmp_path):
+    # make load failing (k6's thresholds: over 1% failed) stops the comparison
+    # with its status, and the lab goes back to the Go app.
+    rc, err, calls = run(tmp_path, {"STACKS": "go,node", "TESTID": "c4", "STACK_NODE_IMAGE": "n:1"},
+                         images=["n:1"], failing="load")
+    assert rc != 0
+    assert calls[-2:] == ["make -s load TESTID=c4-go", "make -s up"]
+    assert not any("report.compare" in c for c in calls)

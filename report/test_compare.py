@@ -1,0 +1,91 @@
+"""make compare's comparison (report/compare.py): verdicts at their boundaries,
+the tables, and the command line."""
+import json
+
+import pytest
+
+from report import compare
+
+
+def rep(testid, p50_ms, cpu=None):
+    """A report.json as report.cli writes it, reduced to what compare reads:
+    p50_ms is {path: [median per round, ms]}."""
+    phases = []
+    for path, values in p50_ms.items():
+        for r, v in enumerate(values):
+            figures = {"client_p50_ms": v, "app_cpu_us_per_req": (cpu or {}).get(path, [None] * len(values))[r]}
+            phases.append({"workload": "ping", "path": path, "round": r, "figures": figures})
+    return {"testid": testid, "settings": {"rate": 200}, "warnings": [], "phases": phases, "workloads": {"ping": {}}}
+
+
+def test_saving_hidden_and_not_measurable():
+    go = rep("c-go", {"tcp-lo": [1.0, 1.1, 1.0], "uds": [0.7, 0.8, 0.7], "tcp": [1.3, 1.3, 1.2],
+                      "tcp-lo-ka": [0.6, 0.7, 0.6], "uds-ka": [0.65, 0.6, 0.62]})
+    # PHP: the same 100 µs or so saved, out of a 5 ms median: under 5%, hidden.
+    php = rep("c-php", {"tcp-lo": [5.1, 5.2, 5.1], "uds": [5.0, 5.1, 5.0]})
+    c = compare.compare({"go": go, "php-fpm": php})
+    g = c["stacks"]["go"]["workloads"]["ping"]
+    assert g["uds/tcp-lo"]["verdict"] == "the socket saves"
+    assert g["uds/tcp-lo"]["p50_saved_us"]["mean"] == pytest.approx(300)
+    assert g["uds/tcp-lo"]["share_of_tcp_median"] == pytest.approx(300 / 1033.33, rel=1e-3)
+    assert g["uds/tcp"]["verdict"] == "the socket saves"
+    assert g["uds-ka/tcp-lo-ka"]["verdict"] == "no measurable difference"  # -50 to +100 µs
+    assert "uds-ka/tcp-ka" not in g  # tcp-ka not measured
+    p = c["stacks"]["php-fpm"]["workloads"]["ping"]
+    assert p["uds/tcp-lo"]["verdict"] == "hidden by the stack's own time"
+    md = compare.render(c)
+    assert "| go | 1,033 µs | the socket saves: 300 µs (300 to 300 µs, 29%)" in md
+    assert "| php-fpm | 5,133 µs | hidden by the stack's own time: 100 µs (100 to 100 µs, 2%) | not measured |" in md
+    assert "no measurable difference (-50 to 100 µs)" in md
+    assert "- php-fpm: the socket's gain is real but under 5% of the stack's own median" in md
+    assert "- go: the socket's gain stands out of the stack's own time on uds vs tcp-lo, uds vs tcp." in md
+    assert "round(s) only" not in md  # 3 rounds
+
+
+def test_costs_more_and_few_rounds_are_said():
+    c = compare.compare({"go": rep("c", {"tcp-lo": [1.0, 1.0], "uds": [1.2, 1.3]})})
+    md = compare.render(c)
+    assert "- go: no gain from the socket; it costs more on uds vs tcp-lo." in md
+    assert "**2 round(s) only**" in md
+
+
+@pytest.mark.parametrize("tcp,uds,verdict", [
+    ([1.0, 1.0], [0.94, 0.94], "the socket saves"),                # 60 µs of TCP's 1,000: 6%
+    ([1.0, 1.0], [0.96, 0.96], "hidden by the stack's own time"),  # 40 µs: 4%
+    ([1.0, 1.0], [1.1, 1.2], "the socket costs more"),
+    ([1.0, 1.0], [0.9, 1.1], "no measurable difference"),
+    ([1.0], [0.5], "1 round: spread unknown"),
+])
+def test_verdict_boundaries(tcp, uds, verdict):
+    g = compare.gains(rep("x", {"tcp-lo": tcp, "uds": uds}))["ping"]["uds/tcp-lo"]
+    assert g["verdict"] == verdict
+
+
+def test_hidden_share_boundary():
+    # Exactly at 5% of TCP's median is not hidden; just under is.
+    at = compare.verdict({"mean": 50.0, "min": 50.0, "max": 50.0, "rounds": 2, "a_mean": 1000.0})
+    under = compare.verdict({"mean": 49.9, "min": 49.9, "max": 49.9, "rounds": 2, "a_mean": 1000.0})
+    assert (at, under) == ("the socket saves", "hidden by the stack's own time")
+
+
+def test_app_cpu_saved_and_missing():
+    g = compare.gains(rep("x", {"tcp": [1.0, 1.0], "uds": [0.9, 0.9]},
+                          cpu={"tcp": [130.0, 140.0], "uds": [40.0, 40.0]}))["ping"]["uds/tcp"]
+    assert g["app_cpu_saved_us"]["mean"] == pytest.approx(95)
+    g = compare.gains(rep("x", {"tcp": [1.0, 1.0], "uds": [0.9, 0.9]}))["ping"]["uds/tcp"]
+    assert g["app_cpu_saved_us"] is None  # a stack without metrics (and no cAdvisor)
+
+
+def test_main_writes_and_refuses(tmp_path, capsys):
+    for stack in ("go", "node"):
+        (tmp_path / f"c-{stack}").mkdir()
+        (tmp_path / f"c-{stack}" / "report.json").write_text(json.dumps(rep(f"c-{stack}", {"tcp-lo": [1, 1], "uds": [0.5, 0.5]})))
+    assert compare.main(["--runs", "go=c-go,node=c-node", "--out", "c", "--results", str(tmp_path)]) == 0
+    c = json.loads((tmp_path / "c" / "compare.json").read_text())
+    assert list(c["stacks"]) == ["go", "node"]
+    assert "## `ping`" in (tmp_path / "c" / "compare.md").read_text()
+    assert compare.main(["--runs", "go=c-go,php-fpm=c-php", "--out", "c", "--results", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "php-fpm" in err and "make report RUN=c-php" in err
+    assert compare.main(["--runs", "go", "--out", "c", "--results", str(tmp_path)]) == 2
+    assert "want stack=testid" in capsys.readouterr().err
