@@ -139,11 +139,31 @@ func TestLab(t *testing.T) {
 	})
 	// The reference stacks (stand-ins from Debian's packages, running the same
 	// app code and config as stacks/*), each behind the lab: every path serves.
+	// make compare runs them, the lab's app first, and writes the comparison.
 	t.Run("stacks", func(t *testing.T) {
 		t.Cleanup(func() { step(t, "make up: back to the lab's app", func() { mk(t, "up") }) })
-		for _, name := range []string{"php-fpm", "gunicorn", "node"} {
-			t.Run(name, func(t *testing.T) { stackRun(t, prom, name, testid+"-"+name) })
+		stacks := []string{"go", "php-fpm", "gunicorn", "node"}
+		step(t, "make compare", func() {
+			mk(t, "compare", "TESTID="+testid, "STACKS="+strings.Join(stacks, ","), "SCENARIO=ping", "PATHS="+allPaths(),
+				"RATE=20", "DURATION=5", "ROUNDS=1", "WARMUP=0")
+		})
+		for _, name := range stacks {
+			t.Run(name, func(t *testing.T) { stackRun(t, prom, name, "compare-"+testid+"-"+name) })
 		}
+		var c struct {
+			Stacks map[string]struct {
+				Workloads map[string]map[string]struct{ Verdict string }
+			}
+		}
+		if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", "compare-"+testid, "compare.json"))), &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range stacks {
+			if v := c.Stacks[name].Workloads["ping"]["uds/tcp-lo"].Verdict; v == "" || v == "not measured" {
+				t.Errorf("compare.json: %s: uds/tcp-lo %q, want a verdict", name, v)
+			}
+		}
+		t.Logf("%s", mustRead(t, lab.Path(t, "results", "compare-"+testid, "compare.md")))
 	})
 	// A crash leaves the socket behind; make down and make up start over it,
 	// and Prometheus keeps its data across them.
@@ -265,31 +285,84 @@ func maxRun(t *testing.T, run, gen, paths, rounds, duration string) {
 	t.Logf("%s", mustRead(t, lab.Path(t, "results", run, "report.md")))
 }
 
-// stackRun starts the lab on a reference stack with the settings of its
-// stacks/<name>/lab.env (the stand-in image in place of the one users build),
-// and runs a short make load on every path: nginx must decide the app is
-// ready without an image HEALTHCHECK, and no request may fail.
+// stackRun checks one stack's run of make compare (the lab on it with the
+// settings of its stacks/<name>/lab.env, the stand-in image in place of the one
+// users build): nginx decided the app was ready without an image HEALTHCHECK,
+// and no request failed on any path. Then make contract with those settings.
 func stackRun(t *testing.T, prom, name, testid string) {
-	image := os.Getenv("STACK_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_IMAGE")
-	if image == "" {
-		t.Fatalf("no stand-in image for %s (tests/e2e/standins.sh prints STACK_*_IMAGE)", name)
-	}
-	args := []string{"up", "APP_IMAGE=" + image}
-	for _, line := range strings.Split(mustRead(t, lab.Path(t, "stacks", name, "lab.env")), "\n") {
-		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "APP_IMAGE=") {
-			args = append(args, line)
-		}
-	}
-	step(t, "make "+strings.Join(args, " "), func() { mk(t, args...) })
-	load := append([]string{"load", "TESTID=" + testid, "SCENARIO=ping", "PATHS=" + allPaths(),
-		"RATE=20", "DURATION=5", "ROUNDS=1", "WARMUP=0"}, args[1:]...) // the same settings: compose must not see nginx or the app as changed
-	step(t, "make load on "+name, func() { mk(t, load...) })
 	requests, failed, _ := phases(t, testid)
 	if requests < float64(len(paths))*80 || failed != 0 {
 		t.Errorf("%s: k6 sent %v requests over %d paths, %v failed; want >= 80 a path and none failed", name, requests, len(paths), failed)
 	}
 	total := pushed(t, prom, testid)
 	t.Logf("%s: %v requests through every path, none failed", name, total)
+	loggedPerPath(t, prom, testid)
+	if name == "go" {
+		return // the contract scenario checks the lab's app
+	}
+	image := os.Getenv("STACK_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_IMAGE")
+	if image == "" {
+		t.Fatalf("no stand-in image for %s (tests/e2e/standins.sh prints STACK_*_IMAGE)", name)
+	}
+	settings := []string{"APP_IMAGE=" + image}
+	for _, line := range strings.Split(mustRead(t, lab.Path(t, "stacks", name, "lab.env")), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "APP_IMAGE=") {
+			settings = append(settings, line)
+		}
+	}
+	// make contract with the same settings: asked in its protocol (FastCGI for
+	// PHP-FPM), the stack keeps every required clause without metrics.
+	var passed []string
+	step(t, "make contract on "+name, func() {
+		for _, c := range contract(t, settings...).Clauses {
+			if c.Pass {
+				passed = append(passed, c.Clause)
+			}
+		}
+	})
+	t.Logf("%s: make contract: %d clauses kept: %s", name, len(passed), strings.Join(passed, "; "))
+}
+
+// loggedPerPath checks a run from nginx's side, as a stack that exports no
+// metrics is seen: nginx-log-exporter's count of each path (at the end of the
+// run, less at its start) is k6's.
+func loggedPerPath(t *testing.T, prom, testid string) {
+	t.Helper()
+	var l struct {
+		StartMs float64 `json:"start_ms"`
+		Phases  []struct {
+			Path        string  `json:"path"`
+			StartOffset float64 `json:"start_offset_s"`
+			Duration    float64 `json:"duration_s"`
+			Requests    float64 `json:"requests"`
+		} `json:"phases"`
+	}
+	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", testid, "load.json"))), &l); err != nil {
+		t.Fatal(err)
+	}
+	sent, end := map[string]float64{}, 0.0
+	for _, p := range l.Phases {
+		sent[p.Path] += p.Requests
+		end = max(end, p.StartOffset+p.Duration)
+	}
+	// The log is flushed within 1 s and scraped every 5: 8 s after the end
+	// holds every line, and the next stack is still starting.
+	at := func(s float64) map[string]float64 {
+		q := url.Values{"query": {`sum by (path) (nginx_location_requests_total)`}, "time": {fmt.Sprintf("%.3f", s)}}
+		out := map[string]float64{}
+		for _, r := range promAPI(t, prom, "query", q) {
+			var v float64
+			fmt.Sscan(r.Value[1].(string), &v)
+			out[r.Metric["path"]] = v
+		}
+		return out
+	}
+	before, after := at(l.StartMs/1000-1), at(l.StartMs/1000+end+8)
+	for path, n := range sent {
+		if got := after[path] - before[path]; got != n {
+			t.Errorf("%s: /%s/: nginx's access log counted %v requests, k6 sent %v", testid, path, got, n)
+		}
+	}
 }
 
 // staleSocket kills the app (docker kill: its socket stays in the volume, as
