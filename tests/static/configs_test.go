@@ -2,6 +2,7 @@ package static
 
 import (
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -66,6 +67,16 @@ func renderNginx(t *testing.T, p *types.Project, svc, dir string, override map[s
 		vars[k] = v
 	}
 	vars["NGINX_RUN_DIR"] = dir
+	// nginx -t opens the access log: its file in a volume (the exporter's
+	// FIFO) is looked for under dir instead, where nginx may create it.
+	for _, v := range s.Volumes {
+		if v.Type == types.VolumeTypeVolume && strings.Contains(vars["NGINX_ACCESS_LOG"], v.Target+"/") {
+			if err := os.MkdirAll(filepath.Join(dir, v.Target), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			vars["NGINX_ACCESS_LOG"] = strings.ReplaceAll(vars["NGINX_ACCESS_LOG"], v.Target+"/", filepath.Join(dir, v.Target)+"/")
+		}
+	}
 	return lab.RenderNginx(t, vars, dir)
 }
 
