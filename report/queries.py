@@ -19,7 +19,7 @@ COLLECTORS = {"app": "the app", "nginx": "nginx-exporter", "nginx-log": "nginx-l
               "node": "node-exporter", "cadvisor": "cAdvisor"}
 RAW_SOURCES = {
     "app_p50_s": "app", "app_p99_s": "app", "app_requests": "app", "app_cpu_s": "app",
-    "app_ctx_switches": "app",
+    "app_ctx_switches": "app", "app_container_cpu_s": "cadvisor",
     "nginx_cpu_s": "cadvisor", "k6_cpu_cores": "cadvisor", "nginx_requests": "nginx-log", "ctx_switches": "node",
     "connect_sum_s": "nginx-log", "connect_count": "nginx-log", "nginx_5xx": "nginx-log",
 }
@@ -67,6 +67,8 @@ def server_queries(path, duration_s, end_s, gen="k6"):
         "app_p99_s": q(0.99),
         "app_requests": inc("app_http_requests_total", APP_LOAD),
         "app_cpu_s": inc("process_cpu_seconds_total", APP),
+        # An app that exports no metrics: its container's CPU (cAdvisor).
+        "app_container_cpu_s": inc("container_cpu_usage_seconds_total", service("app")),
         # The app process's own switches (getrusage), voluntary and involuntary.
         "app_ctx_switches": inc("app_process_context_switches_total", APP),
         "nginx_cpu_s": inc("container_cpu_usage_seconds_total", service(nginx_of(path))),
@@ -258,7 +260,10 @@ def server_figures_explained(query, phase, window, gen="k6", baseline=None):
         if figures.get(fig) is not None:
             continue
         gone = [why[k] for k in inputs if k in why]
-        if gone:
+        if gone and fig == "app_cpu_us_per_req" and "app_container_cpu_s" in why:
+            # Its fallback, the app's container CPU, is missing too: say both.
+            missing[fig] = f"{gone[0]}; its container's CPU: {why['app_container_cpu_s']}"
+        elif gone:
             missing[fig] = gone[0]
         elif fig == "host_ctx_switches_per_req" and idle_rate is None and phase.get("requests"):
             missing[fig] = (baseline or {}).get("missing") or "no idle baseline"
@@ -288,7 +293,11 @@ def server_figures_from(raw, window, phase, idle_rate=None):
         "app_p50_ms": div(get("app_p50_s"), 1, 1e3),
         "app_p99_ms": div(get("app_p99_s"), 1, 1e3),
         "app_requests": get("app_requests"),
-        "app_cpu_us_per_req": div(get("app_cpu_s"), get("app_requests"), 1e6),
+        # The app's own CPU counter per request it counted; without its
+        # metrics, its container's CPU per request the generator completed.
+        "app_cpu_us_per_req": (div(get("app_cpu_s"), get("app_requests"), 1e6)
+                               if get("app_cpu_s") is not None and get("app_requests")
+                               else div(get("app_container_cpu_s"), requests, 1e6)),
         "nginx_requests": get("nginx_requests"),
         "nginx_cpu_us_per_req": div(get("nginx_cpu_s"), requests, 1e6),
         "app_ctx_switches_per_req": div(get("app_ctx_switches"), requests),

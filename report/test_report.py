@@ -785,8 +785,15 @@ def test_an_app_without_metrics_is_named_not_down():
     rep = build(k6, server_table(k6, {**over, 'up{job="app"}': 0}))
     for key in ("app_p50_ms", "app_requests", "app_cpu_us_per_req", "app_ctx_switches_per_req"):
         assert "no metrics from the app" in rep["phases"][0]["missing"][key], rep["phases"][0]["missing"]
-    assert not any("not running" in v for k, v in rep["phases"][0]["missing"].items() if k.startswith("app_"))
+    assert "its container's CPU: cAdvisor not running" in rep["phases"][0]["missing"]["app_cpu_us_per_req"]
+    assert not any("app not running" in v for k, v in rep["phases"][0]["missing"].items() if k.startswith("app_"))
     assert rep["phases"][0]["figures"]["client_p50_ms"] is not None
+    # Where cAdvisor runs, app CPU per request comes from the app's container,
+    # per request the generator completed.
+    rep = build(k6, server_table(k6, {**over, 'up{job="app"}': 0,
+                                      ("container_cpu_usage_seconds_total", 'service="app"'): 0.07}))
+    for ph in rep["phases"]:
+        assert ph["figures"]["app_cpu_us_per_req"] == pytest.approx(0.07e6 / ph["figures"]["requests"])
 
 
 # ---------------------------------------------------------------- context switches
