@@ -7,6 +7,7 @@ instead of hand-copied panel blocks.
     python3 grafana/dashboards.py --check  # fail if the files are not up to date
 """
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -51,11 +52,27 @@ def _colour_overrides():
     ]
 
 
+# Said under every panel that reads the app's own metrics: they are optional
+# (make contract), so an app may leave the panel empty.
+APP_METRICS_NOTE = (" Empty for an app that exports no metrics (they are optional: make contract lists the panels "
+                    "an app leaves empty); the paths are then compared from nginx's and the load generator's side.")
+
+
+APP_QUERY = re.compile(r'\bapp_[a-z_]+\{|\{job="app"')
+
+
+def _describe(description, targets):
+    """The description, with APP_METRICS_NOTE where a query reads the app's metrics."""
+    if any(APP_QUERY.search(t.get("expr", "")) for t in targets):
+        return description + APP_METRICS_NOTE
+    return description
+
+
 def timeseries(title, description, targets, unit, w=12, h=8, stack=False):
     return {
         "type": "timeseries",
         "title": title,
-        "description": description,
+        "description": _describe(description, targets),
         "datasource": DS,
         "gridPos": {"w": w, "h": h},
         "fieldConfig": {
@@ -84,7 +101,7 @@ def stat(title, description, targets, unit, w=12, h=5, decimals=2):
     return {
         "type": "stat",
         "title": title,
-        "description": description,
+        "description": _describe(description, targets),
         "datasource": DS,
         "gridPos": {"w": w, "h": h},
         "fieldConfig": {

@@ -338,3 +338,34 @@ func TestContractFindsAppMetrics(t *testing.T) {
 		t.Error("no app metric in any panel")
 	}
 }
+
+// An app's metrics are optional (issue 12): every panel that reads one says,
+// under its ⓘ, that an app without metrics leaves it empty and why.
+func TestAppPanelsSayTheyMayBeEmpty(t *testing.T) {
+	n := 0
+	for _, d := range dashboards(t) {
+		var ps []struct {
+			Title, Description string
+			Targets            []struct{ Expr string }
+		}
+		b, _ := json.Marshal(d.json["panels"])
+		if err := json.Unmarshal(b, &ps); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			for _, tg := range p.Targets {
+				if len(panels.AppMetrics(tg.Expr)) == 0 {
+					continue
+				}
+				n++
+				if !strings.Contains(p.Description, "Empty for an app that exports no metrics") {
+					t.Errorf("%s / %q reads the app's metrics but does not say an app without them leaves it empty", d.name, p.Title)
+				}
+				break
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no panel reads the app's metrics")
+	}
+}
