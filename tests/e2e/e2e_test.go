@@ -652,8 +652,11 @@ func killUnderLoad(t *testing.T, prom, nginx, testid string) {
 	}
 	// The load fails its threshold if more than 1% failed: expected here.
 	_ = load.Wait()
-	if recovered > 10*time.Second {
-		t.Errorf("every path served again %.1f s after the kill, want < 10 s", recovered.Seconds())
+	// The loopback paths wait for nginx-lo to notice the app's new network
+	// namespace at its next healthcheck (every 5 s) and restart: up to about
+	// 8 s here (1.3 to 7.7 s measured); 15 s leaves a loaded machine room.
+	if recovered > 15*time.Second {
+		t.Errorf("every path served again %.1f s after the kill, want < 15 s", recovered.Seconds())
 	}
 	restarts := strings.TrimSpace(run(t, "docker", "inspect", "-f", "{{.RestartCount}}", id))
 	total := pushed(t, prom, testid)
