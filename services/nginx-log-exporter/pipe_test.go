@@ -58,11 +58,7 @@ func TestPipeCountsBufferedLines(t *testing.T) {
 	if v := metricValue(t, s, `nginx_location_requests_total{path="uds-ka",status="200"}`); v != 5 {
 		t.Errorf("uds-ka 200 = %v, want 5", v)
 	}
-	e.cancel()
-	if err := <-e.done; err != nil {
-		t.Fatal(err)
-	}
-	e.done <- nil
+	e.stop(t)
 	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		t.Errorf("after the stop %s: %v %v, want the FIFO kept", path, fi, err)
 	}

@@ -28,6 +28,16 @@ func unixEnv(path string) map[string]string {
 	return env
 }
 
+// stop ends the exporter cleanly (startExporter's cleanup then finds it stopped).
+func (e *testExporter) stop(t *testing.T) {
+	t.Helper()
+	e.cancel()
+	if err := <-e.done; err != nil {
+		t.Fatal(err)
+	}
+	e.done <- nil
+}
+
 // asGroup asks for the group nobody's (65534) where the test may chown (root).
 func asGroup(env map[string]string) map[string]string {
 	if os.Geteuid() == 0 {
@@ -69,11 +79,7 @@ func TestUnixSocketCountsLines(t *testing.T) {
 	if v := metricValue(t, s, `nginx_location_requests_total{path="uds-ka",status="200"}`); v != 3 {
 		t.Errorf("uds-ka 200 = %v, want 3", v)
 	}
-	e.cancel()
-	if err := <-e.done; err != nil {
-		t.Fatal(err)
-	}
-	e.done <- nil
+	e.stop(t)
 	if _, err := os.Lstat(path); !os.IsNotExist(err) {
 		t.Errorf("after the stop %s: %v, want it removed", path, err)
 	}
