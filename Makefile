@@ -79,24 +79,41 @@ loadgen-settings:
 		echo "$$n is no longer read: the load generator's (k6 or wrk) setting is LOADGEN_$${n#K6_}; rename it in .env or your shell" >&2; \
 	done; exit 2,:)
 
+# The run's plan for k6 (loadgen/plan.py writes results/<run>/plan.json; k6
+# runs it): in the wrk image, which carries Python, so the host needs none. A
+# bad setting stops the run here, in one line, before anything is loaded.
+define k6_plan
+	@mkdir -p results/$(TESTID)
+	@$(COMPOSE) --profile load build wrk >/dev/null
+	@TESTID=$(TESTID) MODE=$(1) GENERATOR=k6 $(COMPOSE) --profile load run --rm --no-deps \
+		--user "$$(id -u):$$(id -g)" --entrypoint python3 wrk /lab/loadgen/plan.py \
+		|| { rmdir results/$(TESTID) 2>/dev/null; exit 2; }
+endef
+
 # k6 says how long the plan runs before it starts, and which phase it is in as
-# each one starts (loadgen/load.js); wrk's runner the same (loadgen/plan.py).
+# each one starts; wrk's runner the same (both from loadgen/plan.py).
 .PHONY: load
-load: loadgen-settings ## Drive each path in turn through nginx at a fixed rate with k6 (SCENARIO, RATE, DURATION, ROUNDS, PATHS)
+load: loadgen-settings ## Drive each path in turn through nginx at a fixed rate with k6 (SCENARIO, RATE, DURATION, ROUNDS, PATHS, SEED)
+	$(call k6_plan,rate)
 	$(snapshot)
 	@echo "k6 run testid=$(TESTID)"
-	TESTID=$(TESTID) MODE=rate $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6
+	TESTID=$(TESTID) $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6
 
 .PHONY: max
-max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6 or wrk, CONNECTIONS, DURATION, ROUNDS, PATHS)
+max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6 or wrk, CONNECTIONS, DURATION, ROUNDS, PATHS, SEED)
+	@if [ "$(call env,GENERATOR)" = k6 ]; then $(MAKE) k6-plan-max TESTID=$(TESTID); fi
 	$(snapshot)
 	@echo "$(call env,GENERATOR) run testid=$(TESTID), max throughput"
 	@if [ "$(call env,GENERATOR)" = wrk ]; then \
 		$(COMPOSE) --profile load build wrk >/dev/null \
 		&& TESTID=$(TESTID) $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" wrk; \
 	elif [ "$(call env,GENERATOR)" = k6 ]; then \
-		TESTID=$(TESTID) MODE=max $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6; \
+		TESTID=$(TESTID) $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6; \
 	else echo "GENERATOR=$(call env,GENERATOR): must be k6 or wrk" >&2; exit 2; fi
+
+.PHONY: k6-plan-max
+k6-plan-max:
+	$(call k6_plan,max)
 
 # A benchmark of the lab itself, not of the paths: see loadgen/overhead.sh.
 .PHONY: overhead

@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # The catalogue, the path colours and the PromQL selectors the report uses too.
 sys.path.insert(0, str(ROOT))
-from report.lab import APP, CATALOGUE, GENERATORS, LOAD, PATH_COLOURS  # noqa: E402
+from report.lab import APP, BASELINE, CATALOGUE, GENERATORS, LOAD, PATH_COLOURS  # noqa: E402
 from report.lab import service as svc  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "dashboards"
@@ -223,24 +223,36 @@ def by_active_path(expr):
     return target(f"0 * {active} + on() group_left() ({expr})", "{{path}}")
 
 
+# Measured phases only: the warm-up phases stay out, as in the report.
+MEASURED = 'phase="measure"'
+
+
 def p50_of(path):
     h = "k6_http_req_duration_seconds"
-    return f'histogram_quantile(0.5, sum(rate({h}{{testid=~"$testid", path="{path}"}}[$__range])))'
+    return f'histogram_quantile(0.5, sum(rate({h}{{testid=~"$testid", {MEASURED}, path="{path}"}}[$__range])))'
 
 
 def breakdown_targets():
     """The catalogue's breakdown terms: one path's client p50 minus another's over
-    the time range, in seconds (a term whose paths did not run has no value)."""
-    return [target(f"{p50_of(a)} - {p50_of(b)}", f"{label} ({a} − {b})")
-            for label, (a, b) in ((t["label"], t["paths"]) for t in CATALOGUE["breakdown"]["terms"])]
+    the time range, in seconds, less the difference of two more where a term
+    says so (a term whose paths did not run has no value)."""
+    out = []
+    for t in CATALOGUE["breakdown"]["terms"]:
+        (a, b), less = t["paths"], t.get("less")
+        expr = f"{p50_of(a)} - {p50_of(b)}"
+        if less:
+            expr = f"({expr}) - ({p50_of(less[0])} - {p50_of(less[1])})"
+        out.append(target(expr, f"{t['label']} ({a} − {b}{f' − ({less[0]} − {less[1]})' if less else ''})"))
+    return out
 
 
 def ratio_to_tcp(q):
-    """Each path's client latency quantile over the whole range, divided by tcp's."""
+    """Each path's client latency quantile over the whole range, divided by the baseline's."""
     h = "k6_http_req_duration_seconds"
     return target(
-        f'histogram_quantile({q}, sum by (path) (rate({h}{{testid=~"$testid"}}[$__range])))'
-        f' / on() group_left() histogram_quantile({q}, sum(rate({h}{{testid=~"$testid", path="tcp"}}[$__range])))',
+        f'histogram_quantile({q}, sum by (path) (rate({h}{{testid=~"$testid", {MEASURED}}}[$__range])))'
+        f' / on() group_left() histogram_quantile({q}, sum(rate({h}{{testid=~"$testid", {MEASURED}, '
+        f'path="{BASELINE}"}}[$__range])))',
         "{{path}}",
     )
 
@@ -256,8 +268,8 @@ def paths_dashboard():
             "nginx reaches the **same app** by several paths: `tcp` (TCP **across the Docker bridge**), `tcp-lo` "
             "(TCP **over loopback**, from `nginx-lo`, the same nginx in the app's network namespace, as a sidecar in "
             "a pod) and `uds` (the **Unix socket** in a shared volume), each with a **new upstream connection per "
-            "request** or, with `-ka`, **pooled keepalive connections**; `uds-lo` is a control (the socket through "
-            "nginx-lo) that should match `uds`. `make load` drives one path at a time at a fixed rate, so the paths "
+            "request** or, with `-ka`, **pooled keepalive connections**; `uds-lo` is the socket through nginx-lo, "
+            "so that the socket and TCP over loopback are compared through the same nginx. `make load` drives one path at a time at a fixed rate, so the paths "
             "appear one after another on the time axis (annotated): compare latency and cost per request at equal "
             "load. *Where the time goes* splits the difference into connection setup, the bridge and the TCP stack. "
             "Pick a run in *Test run*; `make report` gives the same with spreads over rounds.",
@@ -280,9 +292,11 @@ def paths_dashboard():
         stat(
             "Where the time goes: client p50 difference",
             "One path's median latency minus another's over the time range (catalogue.json's breakdown): "
-            "connection setup (a path minus its -ka twin), the Docker bridge (tcp minus tcp-lo), the TCP stack "
-            "against the socket (tcp-lo minus uds) and the control (uds-lo minus uds: the two nginx alone). "
-            "One figure over the whole range, no spread: `make report` says which differences are measurable.",
+            "the TCP stack against the socket through one nginx (tcp-lo minus uds-lo; tcp minus uds), connection "
+            "setup (a path minus its -ka twin), the Docker bridge (tcp minus tcp-lo, less uds minus uds-lo: the "
+            "two nginx's own difference) and the controls (uds minus uds-lo: the two nginx alone). Warm-up phases "
+            "left out. One figure over the whole range, no interval: `make report` says which differences are "
+            "measurable.",
             breakdown_targets(),
             "s",
             w=24,

@@ -3,7 +3,7 @@
 
 With the lab up (`make up`), it runs `make max` (GENERATOR=k6 or wrk) and `make
 report`, then wrk on its own against the same nginx endpoints, in the same
-session and the same alternating rounds, and prints each path's requests/s ratio
+session and the same counterbalanced rounds, and prints each path's requests/s ratio
 to tcp from the lab (the app's own request counter in Prometheus, over each
 phase's window) beside wrk's (wrk's own count). They should agree within 15%;
 where they do not, the table says which side was limited.
@@ -25,7 +25,7 @@ import wrk_runner  # loadgen/wrk_runner.py: one wrk phase
 
 ROOT = runplan.ROOT
 CATALOGUE = runplan.read_catalogue({})
-PATHS = list(CATALOGUE["paths"])
+PATHS = runplan.default_paths(CATALOGUE)
 
 
 def lab_run(testid, args):
@@ -51,19 +51,18 @@ def lab_throughput(report):
 def wrk_run(args):
     """wrk on its own, same plan: per path and round, wrk's own requests/s."""
     # No idle phase: wrk's own figures need no background to subtract.
-    env = {"DURATION": str(args.duration), "ROUNDS": str(args.rounds), "WARMUP": str(args.warmup),
-           "CONNECTIONS": str(args.connections), "IDLE": "0"}
-    s = wrk_runner.read_settings(env, CATALOGUE)
+    env = wrk_runner.wrk_env({"TESTID": "bench-wrk", "DURATION": str(args.duration), "ROUNDS": str(args.rounds),
+                              "WARMUP": str(args.warmup), "CONNECTIONS": str(args.connections), "IDLE": "0",
+                              "PATHS": ",".join(PATHS)})
+    doc = runplan.build(env, CATALOGUE)
     compose = os.environ.get("COMPOSE", "docker compose").split()
     subprocess.run(compose + ["--profile", "load", "build", "wrk"], cwd=ROOT, check=True, capture_output=True)
-    urls = runplan.urls(CATALOGUE)
     out = {}
-    phases = runplan.plan(s, runplan.routes(CATALOGUE["workloads"], s))
-    for i, ph in enumerate(phases):
+    for i, ph in enumerate(doc["phases"]):
         if i > 0:
-            time.sleep(runplan.GAP_SECONDS)
-        print(runplan.progress(phases, i), flush=True)
-        _, _, w = wrk_runner.run_phase(compose, s, f"{urls[ph['path']]}{ph['endpoint']}", ph)
+            time.sleep(doc["gap_s"])
+        print(ph["progress"], flush=True)
+        _, _, w = wrk_runner.run_phase(compose, doc["settings"], ph["url"], ph)
         if ph["round"] > 0:
             out.setdefault(ph["path"], {})[ph["round"]] = w["requests"] / w["duration_s"]
     return out
@@ -71,7 +70,7 @@ def wrk_run(args):
 
 def ratios(by_path):
     """Mean over rounds of path/tcp, per round."""
-    tcp = by_path.get("tcp", {})
+    tcp = by_path.get(CATALOGUE["baseline"]["path"], {})
     out = {}
     for path, rounds in by_path.items():
         rs = [v / tcp[r] for r, v in rounds.items() if tcp.get(r)]

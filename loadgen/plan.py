@@ -1,34 +1,46 @@
-"""The run plan, in Python: which phases a run has, in which order, named how.
+"""The run plan, the one definition of it: which phases a run has, in which
+order, named how, and what a run says of its length and progress. k6 and wrk
+run the same plan: the wrk runner builds it here in-process; for k6 `make load`
+and `make max` first run this file (`python3 plan.py`, in the wrk image), which
+writes results/<TESTID>/plan.json, and loadgen/load.js reads it.
 
 First an idle phase (IDLE seconds, no requests, skipped when IDLE=0): the
 report measures the host's background there (its context switches per
 second) and subtracts it from each phase. Then for each workload (SCENARIO,
-in order): a warm-up phase per path (round 0,
-WARMUP seconds, skipped when WARMUP=0), then ROUNDS rounds of every path in
-turn (DURATION seconds each), one path at a time, GAP_SECONDS apart. A phase is
-named `<workload>__<path>__r<round>`. Paths and workloads come from
-catalogue.json.
+in order): a warm-up phase per path (round 0, WARMUP seconds, skipped when
+WARMUP=0), then ROUNDS rounds of every path, one path at a time (DURATION
+seconds each), GAP_SECONDS apart. A phase is named
+`<workload>__<path>__r<round>`. Paths and workloads come from catalogue.json.
 
-The wrk runner (wrk_runner.py), bench_wrk.py and the report's tests use this
-module; k6 cannot import Python, so loadgen/load.js writes the same plan in
-JavaScript and test_k6.py holds the two equal (k6's own scenarios, read with
-`k6 inspect`, and the phases of its load.json against plan() for the same
-settings). load.schema.json is the shape of the load.json both write.
+The order of the paths changes from round to round (counterbalanced): the
+rows of a balanced Latin square (Williams), paths assigned to its symbols and
+rows taken in an order both drawn from SEED. Over len(PATHS) rounds every path
+runs once in each position and after each other path once, so drift within a
+round and the tail of one path (TIME_WAIT sockets, GC) fall on every path
+alike, the baseline included. SEED is recorded in the plan, so a run's order
+can be repeated.
+
+load.schema.json is the shape of the load.json both generators write.
 """
 import json
 import os
+import random
 import re
+import secrets
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SCHEMA = HERE / "load.schema.json"
 # Pause between phases: one phase's tail (closing connections, GC) stays out of the next.
-GAP_SECONDS = 2
+GAP_SECONDS = 1
+MODES = ("rate", "max")
+GENERATORS = ("k6", "wrk")
 
 
 def read_catalogue(env=os.environ):
-    """catalogue.json, or the file CATALOGUE names (as k6 reads it)."""
+    """catalogue.json, or the file CATALOGUE names."""
     return json.loads(Path(env.get("CATALOGUE") or ROOT / "catalogue.json").read_text())
 
 
@@ -53,6 +65,13 @@ def whole(env, name, default, minimum):
     return int(raw)
 
 
+def one_of(env, name, default, known):
+    v = setting(env, name, default)
+    if v not in known:
+        raise SettingError(f'{name}="{v}": must be one of {", ".join(known)}')
+    return v
+
+
 def choices(env, name, default, known):
     items = [s.strip() for s in setting(env, name, default).split(",") if s.strip()]
     if not items:
@@ -60,26 +79,46 @@ def choices(env, name, default, known):
     for item in items:
         if item not in known:
             raise SettingError(f'{name}: unknown "{item}" (known: {", ".join(known)})')
+    if len(set(items)) != len(items):
+        raise SettingError(f"{name}: {','.join(items)} names one twice")
     return items
 
 
+def default_paths(catalogue):
+    """The paths a run takes unless PATHS says otherwise: all but the A/A
+    calibration twins."""
+    return [name for name, p in catalogue["paths"].items() if not p.get("calibration")]
+
+
 def read_settings(env, catalogue):
-    """The settings every generator shares, validated (load.js reads the same ones)."""
+    """The settings every generator shares, validated. SEED: drawn when unset."""
     known = list(catalogue["paths"])
     s = {
+        "mode": one_of(env, "MODE", "rate", MODES),
+        "generator": one_of(env, "GENERATOR", "k6", GENERATORS),
         "workloads": choices(env, "SCENARIO", "ping", list(catalogue["workloads"])),
-        "paths": choices(env, "PATHS", ",".join(known), known),
+        "paths": choices(env, "PATHS", ",".join(default_paths(catalogue)), known),
+        "rate": whole(env, "RATE", 500, 1),
         "connections": whole(env, "CONNECTIONS", 64, 1),
-        "duration": whole(env, "DURATION", 20, 1),
-        "rounds": whole(env, "ROUNDS", 3, 1),
-        "warmup": whole(env, "WARMUP", 5, 0),
+        "duration": whole(env, "DURATION", 5, 1),
+        "rounds": whole(env, "ROUNDS", 12, 1),
+        "warmup": whole(env, "WARMUP", 3, 0),
         "idle": whole(env, "IDLE", 10, 0),
+        "seed": whole(env, "SEED", secrets.randbelow(2**31), 0),
         "cpu_iterations": whole(env, "CPU_ITERATIONS", 10000, 1),
         "sleep_ms": whole(env, "SLEEP_MS", 10, 0),
         "endpoint": setting(env, "ENDPOINT", "/ping"),
     }
     if not s["endpoint"].startswith("/"):
         raise SettingError(f'ENDPOINT="{s["endpoint"]}": must start with /')
+    if s["generator"] == "wrk":
+        if s["mode"] != "max":
+            raise SettingError("GENERATOR=wrk: runs MODE=max only (wrk cannot hold a fixed rate)")
+        s["threads"] = whole(env, "WRK_THREADS", 1, 1)
+        if s["connections"] < s["threads"]:
+            raise SettingError(f"CONNECTIONS={s['connections']}: must be >= WRK_THREADS={s['threads']}")
+    if s["mode"] == "max":
+        del s["rate"]  # a flat-out run has no rate
     return s
 
 
@@ -95,13 +134,46 @@ def idle_window(s):
     return {"start_offset_s": 0, "duration_s": s["idle"]} if s["idle"] > 0 else None
 
 
+def williams(n):
+    """The rows of a balanced Latin square of n symbols (Williams, 1949): each
+    symbol once in every position and, over the rows, right after each other
+    symbol once (n rows for an even n; 2n, the rows and their mirrors, for odd)."""
+    first, lo, hi = [0], 1, n - 1
+    for i in range(1, n):
+        if i % 2:
+            first.append(lo)
+            lo += 1
+        else:
+            first.append(hi)
+            hi -= 1
+    rows = [[(x + r) % n for x in first] for r in range(n)]
+    return rows + [row[::-1] for row in rows] if n % 2 and n > 1 else rows
+
+
+def orders(paths, rounds, seed):
+    """The order of the paths in each round 1..rounds: Williams rows, with the
+    paths assigned to its symbols and the rows' order drawn from seed; after
+    every full set of rows, the rows are drawn again."""
+    rng = random.Random(seed)
+    names = list(paths)
+    rng.shuffle(names)
+    rows = williams(len(names))
+    out = []
+    while len(out) < rounds:
+        batch = rows[:]
+        rng.shuffle(batch)
+        out += [[names[i] for i in row] for row in batch]
+    return out[:rounds]
+
+
 def plan(s, route):
     """Every phase in run order, with its planned offset from the start (after
     the idle phase and a gap, when there is one)."""
     phases, at = [], (s["idle"] + GAP_SECONDS if s["idle"] > 0 else 0)
+    per_round = orders(s["paths"], s["rounds"], s["seed"])
     for w in s["workloads"]:
         order = [(p, 0, s["warmup"]) for p in s["paths"]] if s["warmup"] > 0 else []
-        order += [(p, r, s["duration"]) for r in range(1, s["rounds"] + 1) for p in s["paths"]]
+        order += [(p, r, s["duration"]) for r in range(1, s["rounds"] + 1) for p in per_round[r - 1]]
         for path, r, secs in order:
             phases.append({
                 "name": f"{w}__{path}__r{r}", "workload": w, "path": path, "round": r,
@@ -128,14 +200,48 @@ def clock(seconds):
 
 
 def describe(s, phases):
-    """The plan's length in words, said before a run starts (load.js says the same)."""
+    """The plan's length in words, said before a run starts."""
     warm = f"{s['warmup']} s warm-up + " if s["warmup"] > 0 else ""
     idle = f"{s['idle']} s idle + " if s["idle"] > 0 else ""
     return (f"{len(phases)} phases, about {clock(length_s(phases))}: {idle}{len(s['workloads'])} workload(s) x "
-            f"{len(s['paths'])} paths x ({warm}{s['rounds']} x {s['duration']} s), {GAP_SECONDS} s between phases")
+            f"{len(s['paths'])} paths x ({warm}{s['rounds']} x {s['duration']} s), {GAP_SECONDS} s between phases, "
+            f"order counterbalanced (SEED={s['seed']})")
 
 
 def progress(phases, i):
     """What the runner says as phase i (0-based) starts."""
     left = length_s(phases) - phases[i]["start_offset_s"]
     return f"phase {i + 1}/{len(phases)} {phases[i]['name']}: about {clock(left)} left"
+
+
+def build(env, catalogue):
+    """The whole plan of a run, as plan.json holds it and both generators run it."""
+    testid = setting(env, "TESTID", "")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", testid):
+        raise SettingError(f'TESTID="{testid}": use letters, digits, . _ -')
+    s = read_settings(env, catalogue)
+    phases = plan(s, routes(catalogue["workloads"], s))
+    where = urls(catalogue)
+    for i, p in enumerate(phases):
+        p["url"] = where[p["path"]] + p["endpoint"]
+        p["progress"] = progress(phases, i)
+    return {"testid": testid, "settings": s, "urls": {p: where[p] for p in s["paths"]}, "gap_s": GAP_SECONDS,
+            "idle": idle_window(s), "describe": describe(s, phases), "length_s": length_s(phases),
+            "phases": phases}
+
+
+def main(env=os.environ):
+    """Writes RESULTS/<TESTID>/plan.json for k6; a bad setting: one line, exit 2."""
+    try:
+        doc = build(env, read_catalogue(env))
+    except SettingError as e:
+        print(f"make: {e}", file=sys.stderr)
+        return 2
+    out = Path(setting(env, "RESULTS", str(ROOT / "results"))) / doc["testid"] / "plan.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -18,9 +18,17 @@ CATALOGUE = runplan.read_catalogue({})
 WORKLOADS = CATALOGUE["workloads"]
 
 
+def wrk_settings(env):
+    return runplan.read_settings(wrk_runner.wrk_env(env), CATALOGUE)
+
+
 def test_defaults_and_routes():
-    s = wrk_runner.read_settings({}, CATALOGUE)
-    assert s["mode"] == "max" and s["generator"] == "wrk" and s["paths"] == list(CATALOGUE["paths"])
+    s = wrk_settings({})
+    # Every path but the A/A calibration twins.
+    assert s["mode"] == "max" and s["generator"] == "wrk" and s["paths"] == [
+        "tcp", "uds", "tcp-ka", "uds-ka", "tcp-lo", "tcp-lo-ka", "uds-lo", "uds-lo-ka"]
+    assert (s["rounds"], s["duration"], s["warmup"], s["threads"]) == (12, 5, 3, 1) and "rate" not in s
+    assert isinstance(s["seed"], int)  # drawn when SEED is unset, and recorded
     r = runplan.routes(WORKLOADS, {**s, "cpu_iterations": 7, "sleep_ms": 3, "endpoint": "/mine"})
     assert r["ping"] == "/ping" and r["cpu"] == "/cpu/7" and r["sleep"] == "/sleep/3" and r["custom"] == "/mine"
 
@@ -29,33 +37,75 @@ def test_defaults_and_routes():
     ({"CONNECTIONS": "0"}, 'CONNECTIONS="0": must be a whole number >= 1'),
     ({"DURATION": "ten"}, 'DURATION="ten": must be a whole number >= 1'),
     ({"PATHS": "tcp,udp"}, 'PATHS: unknown "udp"'),
+    ({"PATHS": "tcp,uds,tcp"}, "PATHS: tcp,uds,tcp names one twice"),
     ({"SCENARIO": "nope"}, 'SCENARIO: unknown "nope"'),
     ({"CONNECTIONS": "2", "WRK_THREADS": "4"}, "CONNECTIONS=2: must be >= WRK_THREADS=4"),
     ({"ENDPOINT": "x"}, 'ENDPOINT="x": must start with /'),
     ({"IDLE": "-1"}, 'IDLE="-1": must be a whole number >= 0'),
     ({"IDLE": "5s"}, 'IDLE="5s": must be a whole number >= 0'),
+    ({"SEED": "abc"}, 'SEED="abc": must be a whole number >= 0'),
 ])
 def test_bad_settings_are_named(env, message):
     with pytest.raises(runplan.SettingError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        wrk_runner.read_settings(env, CATALOGUE)
+        wrk_settings(env)
 
 
-def test_plan_warms_up_then_alternates_rounds():
-    s = runplan.read_settings({"PATHS": "tcp,uds", "ROUNDS": "2", "WARMUP": "3", "DURATION": "10",
-                               "SCENARIO": "ping,cpu", "IDLE": "0"}, CATALOGUE)
+@pytest.mark.parametrize("env, message", [
+    ({"MODE": "fast"}, 'MODE="fast": must be one of rate, max'),
+    ({"GENERATOR": "ab"}, 'GENERATOR="ab": must be one of k6, wrk'),
+    ({"GENERATOR": "wrk", "MODE": "rate"}, "GENERATOR=wrk: runs MODE=max only"),
+    ({"RATE": "0"}, 'RATE="0": must be a whole number >= 1'),
+])
+def test_bad_mode_generator_and_rate_are_named(env, message):
+    with pytest.raises(runplan.SettingError, match=message):
+        runplan.read_settings(env, CATALOGUE)
+
+
+@pytest.mark.parametrize("n", range(1, 10))
+def test_williams_rows_balance_positions_and_neighbours(n):
+    rows = runplan.williams(n)
+    assert len(rows) == (2 * n if n % 2 and n > 1 else n)
+    for position in range(n):
+        counts = [sum(row[position] == x for row in rows) for x in range(n)]
+        assert len(set(counts)) == 1, (position, counts)  # every symbol as often in every position
+    pairs = {}
+    for row in rows:
+        for a, b in zip(row, row[1:]):
+            pairs[(a, b)] = pairs.get((a, b), 0) + 1
+    # every ordered pair of neighbours, each as often
+    assert len(pairs) == n * (n - 1) and len(set(pairs.values())) <= 1
+
+
+def test_orders_are_counterbalanced_and_repeatable():
+    paths = list(CATALOGUE["paths"])
+    first = runplan.orders(paths, 12, seed=5)
+    assert first == runplan.orders(paths, 12, seed=5) != runplan.orders(paths, 12, seed=6)
+    assert all(sorted(o) == sorted(paths) for o in first)
+    # Over len(paths) rounds each path runs first once, and after each other path once.
+    square = first[:len(paths)]
+    assert sorted(o[0] for o in square) == sorted(paths)
+    for p in paths:
+        before = [o[o.index(p) - 1] for o in square if o.index(p) > 0]
+        assert sorted(before) == sorted(set(paths) - {p}), p
+
+
+def test_plan_warms_up_then_runs_rounds_in_changing_orders():
+    s = runplan.read_settings({"PATHS": "tcp,uds,tcp-lo", "ROUNDS": "6", "WARMUP": "3", "DURATION": "10",
+                               "SCENARIO": "ping,cpu", "IDLE": "0", "SEED": "3"}, CATALOGUE)
     phases = runplan.plan(s, runplan.routes(WORKLOADS, s))
-    assert [p["name"] for p in phases] == [
-        "ping__tcp__r0", "ping__uds__r0", "ping__tcp__r1", "ping__uds__r1", "ping__tcp__r2", "ping__uds__r2",
-        "cpu__tcp__r0", "cpu__uds__r0", "cpu__tcp__r1", "cpu__uds__r1", "cpu__tcp__r2", "cpu__uds__r2"]
-    assert [p["start_offset_s"] for p in phases[:3]] == [0, 5, 10]  # 3 s warm-up + 2 s gap
-    assert phases[2]["phase"] == "measure" and phases[0]["phase"] == "warmup"
-    # 2 workloads x 2 paths x (3 + 2 x 10) s, and 11 gaps of 2 s.
-    assert runplan.length_s(phases) == 2 * 2 * (3 + 2 * 10) + 11 * 2
+    assert [p["name"] for p in phases[:3]] == ["ping__tcp__r0", "ping__uds__r0", "ping__tcp-lo__r0"]
+    assert all(p["phase"] == "warmup" for p in phases[:3]) and phases[3]["phase"] == "measure"
+    rounds = [[p["path"] for p in phases if p["workload"] == "ping" and p["round"] == r] for r in range(1, 7)]
+    assert rounds == runplan.orders(["tcp", "uds", "tcp-lo"], 6, 3)
+    assert len({tuple(r) for r in rounds}) == 6  # six rounds, six orders of three paths
+    assert [p["start_offset_s"] for p in phases[:3]] == [0, 4, 8]  # 3 s warm-up + 1 s gap
+    # 2 workloads x 3 paths x (3 + 6 x 10) s, and 41 gaps of 1 s.
+    assert runplan.length_s(phases) == 2 * 3 * (3 + 6 * 10) + 41 * 1
     s = runplan.read_settings({"PATHS": "tcp", "ROUNDS": "1", "WARMUP": "0"}, CATALOGUE)
     assert [p["name"] for p in runplan.plan(s, runplan.routes(WORKLOADS, s))] == ["ping__tcp__r1"]
 
 
-@pytest.mark.parametrize("idle, first", [("0", 0), ("1", 3), ("10", 12)])
+@pytest.mark.parametrize("idle, first", [("0", 0), ("1", 2), ("10", 11)])
 def test_the_idle_phase_comes_first(idle, first):
     """IDLE seconds with no requests, then a gap, then the first phase; IDLE=0: none."""
     s = runplan.read_settings({"PATHS": "tcp", "ROUNDS": "1", "WARMUP": "0", "DURATION": "5", "IDLE": idle},
@@ -68,17 +118,42 @@ def test_the_idle_phase_comes_first(idle, first):
 
 
 def test_the_default_plan_states_its_length():
-    """`make load` with .env's defaults (the README quotes these lines): what it
-    says before it starts and as each phase starts."""
-    s = runplan.read_settings({"PATHS": "tcp,uds,tcp-ka,uds-ka,tcp-lo,tcp-lo-ka,uds-lo"}, CATALOGUE)
+    """`make load` with .env's defaults (docs quote these lines): what it says
+    before it starts and as each phase starts."""
+    s = runplan.read_settings({"SEED": "42"}, CATALOGUE)
     phases = runplan.plan(s, runplan.routes(WORKLOADS, s))
-    # 10 s idle, then 1 workload x 7 paths x (5 s + 3 x 20 s) = 455 s, and 28 gaps of 2 s: 521 s.
+    # 10 s idle + 1 s, then 1 workload x 8 paths x (3 s + 12 x 5 s) = 504 s, and 103 gaps of 1 s: 618 s.
     assert runplan.describe(s, phases) == (
-        "28 phases, about 8m41s: 10 s idle + 1 workload(s) x 7 paths x (5 s warm-up + 3 x 20 s), "
-        "2 s between phases")
-    assert runplan.progress(phases, 0) == "phase 1/28 ping__tcp__r0: about 8m29s left"
-    assert runplan.progress(phases, 27) == "phase 28/28 ping__uds-lo__r3: about 20s left"
-    assert runplan.clock(3725) == "1h02m05s"
+        "104 phases, about 10m18s: 10 s idle + 1 workload(s) x 8 paths x (3 s warm-up + 12 x 5 s), "
+        "1 s between phases, order counterbalanced (SEED=42)")
+    assert runplan.progress(phases, 0) == "phase 1/104 ping__tcp__r0: about 10m07s left"
+    assert runplan.progress(phases, 103) == f"phase 104/104 {phases[-1]['name']}: about 5s left"
+
+
+def test_plan_py_writes_the_plan_k6_runs(tmp_path):
+    env = {"TESTID": "p1", "RESULTS": str(tmp_path), "PATHS": "tcp,uds", "ROUNDS": "2", "MODE": "rate",
+           "RATE": "50", "SEED": "9"}
+    res = subprocess.run([sys.executable, str(runplan.HERE / "plan.py")], env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((tmp_path / "p1" / "plan.json").read_text())
+    assert doc == json.loads(json.dumps(runplan.build(env, CATALOGUE)))
+    assert doc["settings"]["seed"] == 9 and doc["settings"]["rate"] == 50
+    assert doc["phases"][0]["url"] == "http://nginx:8080/tcp/ping"
+    assert doc["phases"][0]["progress"].startswith("phase 1/6 ping__tcp__r0: about ")
+
+
+@pytest.mark.parametrize("env, line", [
+    ({"RATE": "abc"}, 'make: RATE="abc": must be a whole number >= 1\n'),
+    ({"PATHS": "tcp,nope"}, 'make: PATHS: unknown "nope" (known: ' + ", ".join(CATALOGUE["paths"]) + ")\n"),
+    ({"SCENARIO": "nope"}, 'make: SCENARIO: unknown "nope" (known: ' + ", ".join(WORKLOADS) + ")\n"),
+    ({"DURATION": "0"}, 'make: DURATION="0": must be a whole number >= 1\n'),
+    ({"TESTID": "a b"}, 'make: TESTID="a b": use letters, digits, . _ -\n'),
+])
+def test_plan_py_names_a_bad_setting_in_one_line(tmp_path, env, line):
+    res = subprocess.run([sys.executable, str(runplan.HERE / "plan.py")],
+                         env={"TESTID": "p2", "RESULTS": str(tmp_path), **env}, capture_output=True, text=True)
+    assert (res.returncode, res.stderr, res.stdout) == (2, line, "")
+    assert not (tmp_path / "p2").exists()
 
 
 def test_parse_output_reads_stamps_and_summary():
@@ -103,7 +178,7 @@ def test_wrk_runner_writes_a_load_json_of_the_schemas_shape(tmp_path, local_cata
     res = subprocess.run([sys.executable, str(runplan.HERE / "wrk_runner.py")], env=env, capture_output=True,
                          text=True, timeout=30)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "1 phases, about 4s: 1 s idle + 1 workload(s) x 1 paths x (1 x 1 s)" in res.stdout
+    assert "1 phases, about 3s: 1 s idle + 1 workload(s) x 1 paths x (1 x 1 s)" in res.stdout
     assert "phase 1/1 bytes-100__tcp-ka__r1: about 1s left" in res.stdout
     assert "idle 1 s: no requests" in res.stdout
     load = json.loads((tmp_path / "w1" / "load.json").read_text())
@@ -112,5 +187,5 @@ def test_wrk_runner_writes_a_load_json_of_the_schemas_shape(tmp_path, local_cata
     assert ph["name"] == "bytes-100__tcp-ka__r1" and ph["endpoint"] == "/bytes/100" and ph["requests"] > 0
     assert ph["failed_rate"] == 0 and load["settings"]["generator"] == "wrk"
     # The idle second, then the gap: the phase starts no earlier than planned.
-    assert load["idle"] == {"start_offset_s": 0, "duration_s": 1} and ph["start_offset_s"] >= 3
+    assert load["idle"] == {"start_offset_s": 0, "duration_s": 1} and ph["start_offset_s"] >= 2
     assert hits.get("/tcp-ka/bytes/100", 0) >= ph["requests"]

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """`make max GENERATOR=wrk`: each path's throughput limit, measured by wrk inside
-the lab's network, in the plan k6 runs (plan.py: a warm-up per path, then
-rounds of all paths in turn, one path at a time). Writes
+the lab's network, in the plan k6 runs (plan.py's build(): a warm-up per
+path, then rounds of all paths in a counterbalanced order, one at a time). Writes
 results/<TESTID>/load.json (shape: load.schema.json), naming wrk as the
 generator of every figure.
 
 Settings from the environment (.env, your shell or make's command line):
-SCENARIO, PATHS, DURATION, ROUNDS, WARMUP, IDLE, CONNECTIONS, WRK_THREADS, TESTID,
+SCENARIO, PATHS, DURATION, ROUNDS, WARMUP, IDLE, SEED, CONNECTIONS, WRK_THREADS, TESTID,
 CPU_ITERATIONS, SLEEP_MS, ENDPOINT; CATALOGUE and RESULTS (tests) name another
 catalogue.json and results folder. `make max` runs this script inside the wrk
 container (compose.yaml's wrk service sets WRK_LOCAL=1): each phase runs wrk
@@ -32,13 +32,9 @@ ROOT = runplan.ROOT
 SUMMARY_LUA = runplan.HERE / "wrk" / "summary.lua"
 
 
-def read_settings(env, catalogue):
-    """plan.py's settings, plus wrk's own."""
-    s = {"mode": "max", "generator": "wrk", **runplan.read_settings(env, catalogue),
-         "threads": runplan.whole(env, "WRK_THREADS", 1, 1)}
-    if s["connections"] < s["threads"]:
-        raise runplan.SettingError(f"CONNECTIONS={s['connections']}: must be >= WRK_THREADS={s['threads']}")
-    return s
+def wrk_env(env):
+    """The environment as the plan reads it for wrk: flat out, named wrk."""
+    return {"TESTID": f"run-{int(time.time())}", **env, "MODE": "max", "GENERATOR": "wrk"}
 
 
 def parse_output(out):
@@ -80,27 +76,20 @@ def record(phase, start, t0, w):
 
 
 def main():
-    env = os.environ
-    testid = runplan.setting(env, "TESTID", f"run-{int(time.time())}")
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", testid):
-        print(f'TESTID="{testid}": use letters, digits, . _ -', file=sys.stderr)
-        return 2
-    catalogue = runplan.read_catalogue(env)
+    env = wrk_env(os.environ)
     try:
-        s = read_settings(env, catalogue)
+        doc = runplan.build(env, runplan.read_catalogue(env))
     except runplan.SettingError as e:
-        print(e, file=sys.stderr)
+        print(f"make: {e}", file=sys.stderr)
         return 2
-    urls = runplan.urls(catalogue)
+    testid, s, phases = doc["testid"], doc["settings"], doc["phases"]
     compose = None if env.get("WRK_LOCAL") == "1" else shlex.split(runplan.setting(env, "COMPOSE", "docker compose"))
-    phases = runplan.plan(s, runplan.routes(catalogue["workloads"], s))
-    print(f"uds-lab wrk run {testid}: max throughput, {s['connections']} connections; "
-          f"{runplan.describe(s, phases)}\n")
+    print(f"uds-lab wrk run {testid}: max throughput, {s['connections']} connections; {doc['describe']}\n")
     print(f"{'phase':28} {'requests':>9} {'req/s':>9} {'errors':>7} {'p50':>10} {'p99':>10}")
     # The run starts with the idle phase (no requests), when there is one: the
     # phases' offsets then count from its start, as k6's do.
     t0 = None
-    idle = runplan.idle_window(s)
+    idle = doc["idle"]
     if idle is not None:
         print(f"idle {idle['duration_s']} s: no requests (the host's background, for the report)", flush=True)
         t0 = int(time.time() * 1000)
@@ -108,8 +97,8 @@ def main():
     for i, ph in enumerate(phases):
         if i > 0 or idle is not None:
             time.sleep(runplan.GAP_SECONDS)
-        print(runplan.progress(phases, i), flush=True)
-        start, _, w = run_phase(compose, s, f"{urls[ph['path']]}{ph['endpoint']}", ph)
+        print(ph.pop("progress"), flush=True)
+        start, _, w = run_phase(compose, s, ph.pop("url"), ph)
         t0 = t0 if t0 is not None else start
         record(ph, start, t0, w)
         lat = w["latency_ms"]
@@ -119,7 +108,7 @@ def main():
     requests = sum(p["requests"] for p in measured)
     failed = sum(p["failed_rate"] * p["requests"] for p in measured)
     out = {
-        "testid": testid, "urls": {p: urls[p] for p in s["paths"]}, "start_ms": t0, "gap_s": runplan.GAP_SECONDS,
+        "testid": testid, "urls": doc["urls"], "start_ms": t0, "gap_s": doc["gap_s"],
         "idle": idle, "settings": s, "phases": phases,
         "totals": {"requests": requests, "failed_rate": failed / requests if requests else 0},
         "thresholds_failed": ["http_req_failed"] if requests and failed / requests >= 0.01 else [],

@@ -1,13 +1,11 @@
 """Where the time goes (pure): catalogue.json's breakdown terms, one path's
-figure minus another's round by round, and the answer in plain words."""
-from report.lab import CATALOGUE
-from report.stats import judge, ratio_stats
-from report.values import div, generator, is_max, mean
+figure minus another's round by round (less two more, for a difference in
+differences), and the answer in plain words: the terms the catalogue marks
+`answer`, judged together (Holm), with the controls beside them."""
+from report.lab import TERMS
+from report.stats import diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, significant
+from report.values import generator, is_max
 
-# The cost breakdown (catalogue.json): each term is one path's figure minus
-# another's, round by round (a path's round r against the other's round r, as
-# the ratios).
-TERMS = [(t["key"], t["label"], *t["paths"]) for t in CATALOGUE["breakdown"]["terms"]]
 # The figures a term is given in: (key in METRICS, label, scale to the unit, unit).
 TERM_FIGURES = [
     ("client_p50_ms", "client p50 latency", 1e3, "µs"),
@@ -15,26 +13,8 @@ TERM_FIGURES = [
     ("app_ctx_switches_per_req", "app context switches per request", 1.0, ""),
     ("nginx_cpu_us_per_req", "nginx CPU per request", 1.0, "µs"),
 ]
-
-
-def diff_stats(a_by_round, b_by_round, scale=1.0):
-    """Per-round difference a - b (times scale), then its mean, min and max, and
-    the mean relative to b's mean; None when no round has both."""
-    per_round = {r: scale * (a - b_by_round[r]) for r, a in sorted(a_by_round.items())
-                 if a is not None and b_by_round.get(r) is not None}
-    if not per_round:
-        return None
-    vs = list(per_round.values())
-    a_mean = mean([scale * a_by_round[r] for r in per_round])
-    b_mean = mean([scale * b_by_round[r] for r in per_round])
-    m = sum(vs) / len(vs)
-    return {"mean": m, "min": min(vs), "max": max(vs), "rounds": len(vs), "a_mean": a_mean, "b_mean": b_mean,
-            "relative": div(m, b_mean), "per_round": {str(r): v for r, v in per_round.items()}}
-
-
-def measurable(d):
-    """Whether a difference's spread over rounds excludes zero (needs 2 rounds)."""
-    return d is not None and d["rounds"] >= 2 and not (d["min"] <= 0 <= d["max"])
+# The connection handlings the answer speaks of, in its words.
+HANDLING = {"new": "with a new connection per request", "pooled": "with pooled keepalive connections"}
 
 
 def by_round(phases, workload):
@@ -47,97 +27,149 @@ def by_round(phases, workload):
     return out
 
 
+def resolution_of(phases, workload, paths, figure):
+    """The coarsest resolution, per request, of a figure over the phases of
+    these paths (phase["resolution"], where its counter is coarse), or None."""
+    res = [p.get("resolution", {}).get(figure) for p in phases if p["workload"] == workload and p["path"] in paths]
+    res = [r for r in res if r is not None]
+    return max(res) if res else None
+
+
+def term_stats(term, rounds, figure, scale, resolution=None):
+    """One term's difference for one figure, or None when a path is missing."""
+    a, b = term["paths"]
+    less = term.get("less") or []
+    if any(p not in rounds for p in [a, b, *less]):
+        return None
+    get = lambda p: rounds[p].get(figure, {})  # noqa: E731
+    return diff_stats(get(a), get(b), scale, resolution, [get(p) for p in less] if less else None)
+
+
 def breakdown(phases, workload, figures=TERM_FIGURES):
-    """Every term whose two paths were measured: its difference per figure."""
+    """Every term whose paths were measured: its difference per figure."""
     rounds = by_round(phases, workload)
     out = {}
-    for key, label, a, b in TERMS:
-        if a in rounds and b in rounds:
-            out[key] = {"label": label, "minuend": a, "subtrahend": b, "figures": {
-                f: diff_stats(rounds[a].get(f, {}), rounds[b].get(f, {}), scale) for f, _, scale, _ in figures}}
+    for t in TERMS:
+        paths = [*t["paths"], *(t.get("less") or [])]
+        if all(p in rounds for p in paths):
+            out[t["key"]] = {"label": t["label"], "minuend": t["paths"][0], "subtrahend": t["paths"][1],
+                             "less": t.get("less"), "control": bool(t.get("control")), "figures": {
+                f: term_stats(t, rounds, f, scale, resolution_of(phases, workload, paths, f))
+                for f, _, scale, _ in figures}}
     return out
 
 
 def fmt_diff(d, unit="µs", share=True):
-    """A difference as the report words it: a number only when it is measurable;
-    share adds it as a share of the second path's figure."""
+    """A difference as the report words it: a number only when it is
+    measurable, always with its interval; share adds it as a share of the
+    first path's figure."""
     if d is None:
         return "n/a"
     u = f" {unit}" if unit else ""
-    rng = f"{d['min']:,.1f} to {d['max']:,.1f}{u}"
     if d["rounds"] < 2:
-        return f"{d['mean']:,.1f}{u} (1 round: spread unknown)"
+        return f"{d['mean']:,.1f}{u} (1 round: no interval, no verdict)"
+    ci = fmt_interval(d, unit)
+    if significant(d) and not measurable(d):
+        return f"below the counter's resolution ({d['resolution']:,.1f}{u}; {ci})"
     if not measurable(d):
-        return f"no measurable difference ({rng})"
-    rel = f", {d['relative']:.0%}" if share and d.get("relative") else ""
-    return f"{d['mean']:,.1f}{u} ({rng}{rel})"
+        return f"no measurable difference ({ci})"
+    rel = f", {d['relative']:.0%} of the first" if share and d.get("relative") else ""
+    return f"{d['mean']:,.1f}{u} ({ci}{rel})"
+
+
+def answer_terms(terms):
+    """The answer's terms of a breakdown, by connection handling, with Holm's
+    correction applied over all of them together (client p50)."""
+    chosen = [t for t in TERMS if t.get("answer") and t["key"] in terms]
+    holm([terms[t["key"]]["figures"]["client_p50_ms"] for t in chosen])
+    return chosen
+
+
+def control_note(terms, figure="client_p50_ms", unit="µs", decimals=0, fmt=None):
+    """The controls' verdicts in words, and a warning where one failed."""
+    out = []
+    for t in TERMS:
+        if not t.get("control") or t["key"] not in terms:
+            continue
+        d = terms[t["key"]]["figures"].get(figure)
+        if d is None:
+            continue
+        if d["rounds"] >= 2 and measurable(d):
+            out.append(f"**the control failed**: {t['label']} came out at {d['mean']:,.{decimals}f} {unit} "
+                       f"({fmt_interval(d, unit, decimals)}): the two nginx differ, so the comparisons across "
+                       "them (the bridge) carry that difference; the same-nginx pairs do not")
+        else:
+            out.append(f"control held: {t['label']}, {fmt_diff(d, unit, share=False)}")
+    return out
 
 
 def answer(w, phases, settings):
-    """The answer for one workload, in plain words: what the socket saved against
-    TCP over loopback and across the bridge, with and without keepalive, and why."""
+    """The answer for one workload, in plain words: what the socket saved
+    against TCP through the same nginx, with and without keepalive, with its
+    interval; the controls beside it."""
     if is_max(settings):
         return max_answer(w, phases, settings)
-    rounds = by_round(phases, w)
+    terms = breakdown(phases, w)
     route = next((p.get("endpoint") for p in phases if p["workload"] == w), None) or w
     at = f"at {settings['rate']} req/s" if settings.get("rate") else "at a fixed rate"
 
-    def p50_diff(a, b):
-        if a not in rounds or b not in rounds:
-            return None
-        return diff_stats(rounds[a].get("client_p50_ms", {}), rounds[b].get("client_p50_ms", {}), 1e3)
-
-    def phrase(d, against):
+    def phrase(t):
+        d = terms[t["key"]]["figures"]["client_p50_ms"]
+        a, b = t["paths"]
+        pair = f"`{b}` against `{a}`"
         if d is None:
             return None
+        if d["rounds"] < 2:
+            return (f"against {t['against']} ({pair}) differed by {d['mean']:,.0f} µs in its 1 round: "
+                    "no interval, no verdict (ROUNDS >= 2 gives one)")
+        ci = fmt_interval(d, "µs", 0)
         if not measurable(d):
-            return f"made no measurable difference against {against} ({d['min']:,.0f} to {d['max']:,.0f} µs over the rounds)"
+            return f"made no measurable difference against {t['against']} ({pair}: {ci})"
         verb = "saved" if d["mean"] > 0 else "cost"
-        share = div(d["mean"], d["a_mean"])  # of TCP's median
-        pct = f" ({abs(share):.0%})" if share is not None else ""
-        return f"{verb} {abs(d['mean']):,.0f} µs{pct} of median latency against {against}"
+        return (f"{verb} {abs(d['mean']):,.0f} µs ({abs(d['relative']):.0%} of {a}'s median) against "
+                f"{t['against']} ({pair}: {ci})")
 
+    chosen = answer_terms(terms)
     sentences = []
-    for kind, uds, lo, bridge in (("with a new connection per request", "uds", "tcp-lo", "tcp"),
-                                  ("with pooled keepalive connections", "uds-ka", "tcp-lo-ka", "tcp-ka")):
-        parts = [x for x in (phrase(p50_diff(lo, uds), "TCP over loopback"),
-                             phrase(p50_diff(bridge, uds), "TCP across the Docker bridge")) if x]
+    for handling, words in HANDLING.items():
+        parts = [x for x in (phrase(t) for t in chosen if t["answer"] == handling) if x]
         if parts:
-            sentences.append(f"{kind[0].upper()}{kind[1:]}, the socket " + "; it ".join(parts) + ".")
+            sentences.append(f"{words[0].upper()}{words[1:]}, the socket " + "; it ".join(parts) + ".")
+    notes = control_note(terms)
     if not sentences:
-        return (f"**`{w}`**: this run did not measure the socket and TCP with the same connection handling "
-                "(PATHS needs uds with tcp or tcp-lo, or uds-ka with tcp-ka or tcp-lo-ka): no answer to give.")
-    terms = breakdown(phases, w)
-    why = []
-    for key, text in (("tcp_connect", "a new TCP connection across the bridge costs"),
-                      ("tcp_lo_connect", "over loopback"),
-                      ("uds_connect", "a new socket connection"),
-                      ("bridge_pooled", "the bridge on a pooled connection"),
-                      ("control_new", "the two nginx (control, socket)")):
-        d = (terms.get(key) or {}).get("figures", {}).get("client_p50_ms")
-        if d is not None:
-            why.append(f"{text} {fmt_diff(d, share=False)}")
-    out = f"**`{w}`** (`{route}`), {at}: " + " ".join(sentences)
-    if why:
-        out += " Where the time goes (client median): " + "; ".join(why) + "."
+        out = (f"**`{w}`**: this run did not measure the socket and TCP through the same nginx with the same "
+               "connection handling (PATHS needs a pair of catalogue.json's answer terms, e.g. tcp-lo and "
+               "uds-lo): no answer to give.")
+        return out + "".join(f" {n[0].upper()}{n[1:]}." for n in notes)
+    out = f"**`{w}`** (`{route}`), {at}, client median: " + " ".join(sentences)
+    out += (f" Each interval is a 95% paired t-interval over rounds; the {len(chosen)} comparisons are judged "
+            "together (Holm's correction).")
+    if notes:
+        out += " " + "; ".join(n[0].upper() + n[1:] for n in notes) + "."
     return out
 
 
 def max_answer(w, phases, settings):
-    """In max mode the answer is throughput: each socket path's requests/s against TCP's."""
+    """In max mode the answer is throughput: each socket path's requests/s
+    against TCP's through the same nginx, as a ratio with its interval."""
     rounds = by_round(phases, w)
+    chosen = [t for t in TERMS if t.get("answer") and all(p in rounds for p in t["paths"])]
+    ratios = [ratio_stats(rounds[t["paths"][1]].get("rps", {}), rounds[t["paths"][0]].get("rps", {})) for t in chosen]
+    holm(ratios)
     parts = []
-    for uds, tcps in (("uds", ("tcp-lo", "tcp")), ("uds-ka", ("tcp-lo-ka", "tcp-ka"))):
-        for t in tcps:
-            if uds in rounds and t in rounds:
-                r = ratio_stats(rounds[uds].get("rps", {}), rounds[t].get("rps", {}))
-                if r is None:
-                    continue
-                if judge(r) == "straddles":
-                    parts.append(f"{uds} against {t}: no measurable difference ({r['min']:.2f}-{r['max']:.2f}x)")
-                else:
-                    parts.append(f"{uds} carried {r['mean']:.2f}x the requests/s of {t} ({r['min']:.2f}-{r['max']:.2f})")
+    for t, r in zip(chosen, ratios):
+        a, b = t["paths"]
+        if r is None:
+            continue
+        status = judge(r)
+        if status == "single":
+            parts.append(f"{b} carried {r['mean']:.2f}x the requests/s of {a} in its 1 round: no interval, no verdict")
+        elif status == "straddles":
+            parts.append(f"{b} against {a}: no measurable difference ({fmt_interval(r, times=True)})")
+        else:
+            parts.append(f"{b} carried {r['mean']:.2f}x the requests/s of {a} ({fmt_interval(r, times=True)})")
     if not parts:
-        return f"**`{w}`**: this run did not measure both the socket and TCP: no answer to give."
+        return (f"**`{w}`**: this run did not measure the socket and TCP through the same nginx: "
+                "no answer to give.")
     return (f"**`{w}`**, each path flat out ({generator(settings)}, {settings.get('connections')} connections): "
-            + "; ".join(parts) + ".")
+            + "; ".join(parts) + f". Ratios of the geometric mean, Holm's correction over {len(parts)} comparisons.")

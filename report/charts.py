@@ -1,7 +1,8 @@
 """The PNG charts (matplotlib, imported only when they are drawn)."""
 from pathlib import Path
 
-from report.breakdown import TERM_FIGURES, measurable
+from report.breakdown import TERM_FIGURES
+from report.stats import measurable
 from report.lab import PATH_COLOURS
 from report.values import is_max
 
@@ -21,69 +22,41 @@ def chart_specs(w, wl, settings=None):
     return specs
 
 
-# The stacked "where the time goes" chart: each bar is a path, built up from
-# uds-ka (the socket, pooled) by the terms that separate it from uds-ka.
-STACK_BASE = "uds-ka"
-STACKS = [
-    ("uds-ka", []),
-    ("tcp-lo-ka", ["tcp_vs_uds_pooled"]),
-    ("tcp-ka", ["tcp_vs_uds_pooled", "bridge_pooled"]),
-    ("uds", ["uds_connect"]),
-    ("tcp-lo", ["tcp_vs_uds_pooled", "tcp_lo_connect"]),
-    ("tcp", ["tcp_vs_uds_pooled", "bridge_pooled", "tcp_connect"]),
-]
-STACK_PARTS = {  # term -> (legend, colour)
-    "base": ("the socket, pooled (uds-ka)", "#8F8F8F"),
-    "tcp_vs_uds_pooled": ("TCP stack against the socket", "#FF9830"),
-    "bridge_pooled": ("the Docker bridge", "#F2495C"),
-    "tcp_connect": ("connection setup", "#B877D9"),
-    "tcp_lo_connect": ("connection setup", "#B877D9"),
-    "uds_connect": ("connection setup", "#B877D9"),
-}
-
-
-def stack_bars(wl, key, scale):
-    """[(path, [(part, value, measurable)])] for the paths whose terms were all measured."""
-    base = (wl["paths"].get(STACK_BASE) or {}).get("mean", {}).get(key)
-    if base is None:
-        return []
+def term_bars(wl, key):
+    """[(label, mean, lo, hi, measurable)] of the breakdown's terms for one
+    figure: each term's difference with its 95% interval (lo = hi = mean
+    with one round)."""
     bars = []
-    for path, terms in STACKS:
-        if path not in wl["paths"]:
+    for term in (wl.get("breakdown") or {}).values():
+        d = term["figures"].get(key)
+        if d is None:
             continue
-        ds = [((wl.get("breakdown") or {}).get(t) or {}).get("figures", {}).get(key) for t in terms]
-        if any(d is None for d in ds):
-            continue
-        bars.append((path, [("base", base * scale, True)] + [(t, d["mean"], measurable(d)) for t, d in zip(terms, ds)]))
+        lo, hi = (d["lo"], d["hi"]) if d["rounds"] >= 2 else (d["mean"], d["mean"])
+        bars.append((term["label"], d["mean"], lo, hi, measurable(d)))
     return bars
 
 
 def write_breakdown_chart(plt, w, wl, out_dir):
-    """The stacked chart, one panel per figure that has bars; None when there is nothing to stack."""
-    # Time only (µs): counts of switches do not stack with it.
-    panels = [(f, label, scale, stack_bars(wl, f, scale)) for f, label, scale, unit in TERM_FIGURES if unit == "µs"]
-    panels = [p for p in panels if len(p[3]) > 1]
+    """Where the time goes: one horizontal bar per breakdown term and figure
+    in µs, its mean difference with its 95% interval as whiskers, hatched
+    where not measurable; None when no term was measured."""
+    panels = [(label, term_bars(wl, f)) for f, label, _, unit in TERM_FIGURES if unit == "µs"]
+    panels = [p for p in panels if p[1]]
     if not panels:
         return None
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels) + 1, 4.6), squeeze=False)
-    for ax, (_, label, _, bars) in zip(axes[0], panels):
-        seen = set()
-        for x, (path, parts) in enumerate(bars):
-            bottom = 0.0
-            for part, v, ok in parts:
-                legend, colour = STACK_PARTS[part]
-                ax.bar(x, v, bottom=bottom, color=colour, hatch=None if ok else "//", edgecolor="white",
-                       label=None if legend in seen else legend)
-                seen.add(legend)
-                bottom += v
-            ax.text(x, bottom, f"{bottom:,.0f}", ha="center", va="bottom", fontsize=8)
-        ax.set_xticks(range(len(bars)), [p for p, _ in bars])
+    rows = max(len(b) for _, b in panels)
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels) + 3, 0.5 * rows + 1.8), squeeze=False)
+    for i, (ax, (label, bars)) in enumerate(zip(axes[0], panels)):
+        ys = list(range(len(bars)))[::-1]
+        for y, (_, m, lo, hi, ok) in zip(ys, bars):
+            ax.barh(y, m, color="#5794F2" if ok else "#C8C8C8", hatch=None if ok else "//", edgecolor="white")
+            ax.errorbar(m, y, xerr=[[m - lo], [hi - m]], color="black", capsize=4)
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_yticks(ys, [b[0] for b in bars] if i == 0 else [""] * len(bars), fontsize=8)
         ax.set_title(label)
-        ax.set_ylabel("µs")
-        ax.margins(y=0.12)
-        ax.grid(axis="y", alpha=0.3)
-    axes[0][0].legend(fontsize=8, loc="upper left")
-    title = f"{w}: where the time goes (means over rounds; hatched: no measurable difference)"
+        ax.set_xlabel("µs (first path minus second)")
+        ax.grid(axis="x", alpha=0.3)
+    title = f"{w}: where the time goes (mean difference, whiskers: 95% interval; grey hatched: not measurable)"
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fname = f"{w}-breakdown.png"

@@ -3,8 +3,9 @@
 Reads the report.json of one `make load` per stack (loadgen/compare.sh runs
 them in turn, same workloads and settings) and writes compare.md and
 compare.json: per workload and stack, the client median latency the socket
-saved against TCP over loopback and across the bridge, with a new connection
-per request and pooled, round by round with the spread; and where the stack's
+saved against TCP through the same nginx (over loopback and across the
+bridge), with a new connection per request and pooled, round by round with its
+95% interval; and where the stack's
 own time hides the socket's gain.
 
     python3 -m report.compare --runs go=<testid>,php-fpm=<testid> --out <folder>
@@ -14,12 +15,15 @@ import json
 import sys
 from pathlib import Path
 
-from report.breakdown import by_round, diff_stats, measurable
+from report.breakdown import by_round
+from report.lab import TERMS
+from report.stats import diff_stats, fmt_interval, measurable
 from report.values import div
 
-# (socket path, TCP path, connection handling, TCP's hop), as the answer reads them.
-PAIRS = (("uds", "tcp-lo", "new connection", "loopback"), ("uds", "tcp", "new connection", "bridge"),
-         ("uds-ka", "tcp-lo-ka", "pooled", "loopback"), ("uds-ka", "tcp-ka", "pooled", "bridge"))
+# (socket path, TCP path, connection handling, what the TCP path is): the
+# answer's pairs (catalogue.json's breakdown terms marked answer), each
+# through one nginx.
+PAIRS = tuple((t["paths"][1], t["paths"][0], t["answer"], t["against"]) for t in TERMS if t.get("answer"))
 # A saving below this share of the stack's own median (on the TCP path) is
 # real but lost in what the stack itself takes: "hidden".
 HIDDEN_SHARE = 0.05
@@ -30,7 +34,7 @@ def verdict(d):
     if d is None:
         return "not measured"
     if d["rounds"] < 2:
-        return "1 round: spread unknown"
+        return "1 round: no interval"
     if not measurable(d):
         return "no measurable difference"
     share = div(d["mean"], d["a_mean"])
@@ -64,8 +68,8 @@ def cell(g):
     d, v = g["p50_saved_us"], g["verdict"]
     if d is None:
         return v
-    rng = f"{d['min']:,.0f} to {d['max']:,.0f} µs"
-    if v in ("no measurable difference", "1 round: spread unknown"):
+    rng = fmt_interval(d, "µs", 0)
+    if v in ("no measurable difference", "1 round: no interval"):
         return f"{v} ({rng})"
     share = f", {g['share_of_tcp_median']:.0%}" if g["share_of_tcp_median"] is not None else ""
     return f"{v}: {d['mean']:,.0f} µs ({rng}{share})"
@@ -94,23 +98,25 @@ def compare(reports):
 
 
 def render(c):
+    base_pair = c["pairs"][0]
     lines = ["# Stacks compared: what the socket saves on each", "",
-             "Client median latency, TCP minus the socket, per paired round (mean, min to max over the rounds, "
-             "and as a share of TCP's median). A spread that includes zero is no measurable difference; a saving "
-             f"under {c['hidden_share']:.0%} of the stack's own median is hidden by the stack's own time.", ""]
+             "Client median latency, TCP minus the socket through the same nginx, per paired round (mean, its "
+             "95% paired t-interval over the rounds, and as a share of TCP's median). An interval that includes "
+             "zero is no measurable difference; a saving under "
+             f"{c['hidden_share']:.0%} of the stack's own median is hidden by the stack's own time.", ""]
     rounds = min((g["p50_saved_us"]["rounds"] for st in c["stacks"].values() for wl in st["workloads"].values()
                   for g in wl.values() if g["p50_saved_us"]), default=0)
-    if rounds < 3:
-        lines += [f"**{rounds} round(s) only**: with so few, a spread can miss zero by chance; ROUNDS=3 or more "
-                  "to trust a verdict.", ""]
+    if rounds < 2:
+        lines += ["**1 round only**: no interval, no verdict; ROUNDS=2 or more gives one (12, the default, "
+                  "detects a 10% difference on a noisy VM).", ""]
     workloads = sorted({w for s in c["stacks"].values() for w in s["workloads"]})
     heads = [f"{u} vs {t} ({kind}, {hop})" for u, t, kind, hop in PAIRS]
     for w in workloads:
-        lines += [f"## `{w}`", "", "| stack | TCP over loopback's median | " + " | ".join(heads) + " |",
+        lines += [f"## `{w}`", "", f"| stack | {base_pair.split('/')[1]}'s median | " + " | ".join(heads) + " |",
                   "| --- | --- |" + " --- |" * len(heads)]
         for s, st in c["stacks"].items():
             wl = st["workloads"].get(w, {})
-            base = wl.get("uds/tcp-lo", {}).get("p50_saved_us")
+            base = wl.get(base_pair, {}).get("p50_saved_us")
             median = f"{base['a_mean']:,.0f} µs" if base else "n/a"
             lines.append(f"| {s} | {median} | " + " | ".join(cell(wl.get(p)) for p in c["pairs"]) + " |")
         lines += [""] + [f"- {summary(s, st['workloads'][w])}" for s, st in c["stacks"].items() if w in st["workloads"]]

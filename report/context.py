@@ -62,8 +62,9 @@ def build_report(k6, compose, query, prometheus_url=None):
         warnings.append(warning("no_start_time", "load.json has no start_ms: Prometheus figures cannot be placed in time", [p["name"] for p in phases]))
     short = [p["name"] for p in phases if (p["window"] and p["window"]["end_s"] - p["window"]["start_s"] < MIN_PHASE_S)]
     if short:
-        warnings.append(warning("short_phase", f"phases shorter than {MIN_PHASE_S} s: Prometheus scrapes every 5 s, "
-                                "so their server-side figures are missing or rough; use DURATION >= 10", short))
+        warnings.append(warning("short_phase", f"phases shorter than {MIN_PHASE_S} s: Prometheus scrapes the app and "
+                                "nginx-log-exporter every second, so their server-side figures are missing or rough; "
+                                f"use DURATION >= {MIN_PHASE_S}", short))
     if k6.get("thresholds_failed"):
         warnings.append(warning("k6_thresholds", f"k6 thresholds failed: {', '.join(k6['thresholds_failed'])}", []))
     if is_max(settings) and phases and all(p["figures"].get("k6_cpu_cores") is None for p in phases):

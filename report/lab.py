@@ -6,11 +6,14 @@ series and draw a path in the same colour."""
 import json
 from pathlib import Path
 
-CATALOGUE = json.loads((Path(__file__).resolve().parent.parent / "catalogue.json").read_text())
+ROOT = Path(__file__).resolve().parent.parent
+CATALOGUE = json.loads((ROOT / "catalogue.json").read_text())
 # One colour per path, the same in Grafana and in the report's charts.
 PATH_COLOURS = {name: p["colour"] for name, p in CATALOGUE["paths"].items()}
-# The path every other one is compared with.
-BASELINE = "tcp"
+# The path every ratio in the tables is to.
+BASELINE = CATALOGUE["baseline"]["path"]
+# The breakdown's terms (catalogue.json): which the answer uses, which are controls.
+TERMS = CATALOGUE["breakdown"]["terms"]
 
 # The app's series (Prometheus job "app").
 APP = 'job="app"'

@@ -1,6 +1,6 @@
 """report.md (pure rendering)."""
 from report.breakdown import TERM_FIGURES, fmt_diff
-from report.stats import MAX_RELATIVE_SPREAD
+from report.stats import CONFIDENCE
 from report.values import METRICS, generator, headline, is_max, number
 from report.warnings import MAX_DROPPED_SHARE, MAX_K6_CPU_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, SAME_CEILING
 
@@ -26,7 +26,7 @@ def fmt_ratio(r):
         return "n/a"
     if r["rounds"] < 2:
         return f"{r['mean']:.2f}x (1 round)"
-    return f"{r['mean']:.2f}x ({r['min']:.2f}-{r['max']:.2f})"
+    return f"{r['mean']:.2f}x ({r['lo']:.2f}-{r['hi']:.2f})"
 
 
 def errors_cell(entry):
@@ -110,10 +110,10 @@ def workload_section(w, wl, charts, settings=None):
         lines += ["tcp was not measured in this run: no ratios to tcp.", ""]
     else:
         lines += [
-            "Ratio to tcp, computed per round (path's round r / tcp's round r), then the mean and (min-max) over rounds. "
-            "Below 1: less than tcp.",
+            "Ratio to tcp, computed per round (path's round r / tcp's round r), then their geometric mean and "
+            f"({CONFIDENCE:.0%} interval, a t-interval on the log ratios over rounds). Below 1: less than tcp.",
             "",
-            "| path | req/s ratio | p50 ratio (min-max) | p99 ratio | app CPU ratio | app ctx switches ratio | "
+            "| path | req/s ratio | p50 ratio (95% CI) | p99 ratio | app CPU ratio | app ctx switches ratio | "
             f"nginx CPU ratio | host ctx switches ratio | verdict ({METRICS[headline(settings)[0]][0]}) |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
@@ -139,15 +139,17 @@ def breakdown_table(terms):
     if not terms:
         return []
     lines = [
-        "Where the time goes: one path minus another, round by round; mean (min to max over rounds, share of the "
-        "second path's figure). A spread that includes 0 is no measurable difference.",
+        "Where the time goes: one path minus another, round by round (less two more, where a term says so); mean "
+        f"({CONFIDENCE:.0%} paired t-interval over rounds, share of the first path's figure). An interval that "
+        "includes 0 is no measurable difference, and so is one below the resolution of the counter it was read from.",
         "",
         "| term | paths | " + " | ".join(f"{label} ({unit})" if unit else label for _, label, _, unit in TERM_FIGURES) + " |",
         "| --- | --- |" + " --- |" * len(TERM_FIGURES),
     ]
     for t in terms.values():
         cells = " | ".join(fmt_diff(t["figures"].get(f), unit) for f, _, _, unit in TERM_FIGURES)
-        lines.append(f"| {t['label']} | {t['minuend']} − {t['subtrahend']} | {cells} |")
+        less = f" − ({t['less'][0]} − {t['less'][1]})" if t.get("less") else ""
+        lines.append(f"| {t['label']} | {t['minuend']} − {t['subtrahend']}{less} | {cells} |")
     return lines + [""]
 
 
@@ -183,14 +185,16 @@ def render_markdown(rep):
         "- nginx logs its upstream times with 1 ms resolution: a sub-millisecond connect reads 0, so the connect "
         "mean only moves when connecting takes milliseconds (under load or queueing). Client and app latencies have "
         "sub-millisecond resolution.",
-        "- A ratio's (min-max) is its spread over the rounds. A spread that includes 1.0 means the rounds disagree "
-        f"on which path is faster: no clear difference. A spread wider than {MAX_RELATIVE_SPREAD:.0%} of the mean is "
-        "too wide to quote.",
+        f"- Every difference and ratio comes with its {CONFIDENCE:.0%} interval, from the paired per-round values "
+        "(a path's round r against the other's round r; the order of the paths changes every round, "
+        "counterbalanced). It is measurable when the interval excludes no difference (0, or 1 for a ratio); the "
+        "answer's comparisons are judged together with Holm's correction. With 1 round there is no interval and no "
+        "verdict.",
         f"- Warnings and their thresholds: **saturated** when the generator dropped more than {MAX_DROPPED_SHARE:.0%} "
         f"of a phase's iterations, held less than {MIN_RATE_SHARE:.0%} of RATE, or used {MAX_K6_CPU_SHARE:.0%} or more "
         f"of its CPU limit (fewer drops are shown in the tables, not warned about); **short_phase** under "
-        f"{MIN_PHASE_S} s (two scrapes); **same_ceiling** (max mode) when every path is within "
-        f"{SAME_CEILING - 1:.0%} of the others; **spread** as above; **errors** on any failed request or nginx 5xx.",
+        f"{MIN_PHASE_S} s (five scrapes of the app); **same_ceiling** (max mode) when every path is within "
+        f"{SAME_CEILING - 1:.0%} of the others; **spread** when a headline ratio's interval includes 1; **errors** on any failed request or nginx 5xx.",
         "- Context switches, per request the load generator completed: **app** is the app process's own "
         "(`app_process_context_switches_total`, getrusage: voluntary + involuntary), what the path makes the app do; "
         "it is judged like the other costs. **host above idle** is the whole host's (node-exporter) less its "
@@ -202,8 +206,10 @@ def render_markdown(rep):
         "the warnings say why.",
         "- Where the time goes: `tcp` and `tcp-ka` cross the Docker bridge (veth pair, bridge, two network "
         "namespaces) to the app; `tcp-lo` and `tcp-lo-ka` come from nginx-lo, the same nginx in the app's network "
-        "namespace, over loopback; `uds*` use the Unix socket. The control `uds-lo` (the socket through nginx-lo) "
-        "should match `uds`: the difference between them is what the two nginx instances alone account for.",
+        "namespace, over loopback; `uds*` use the Unix socket. The answer compares paths through the same nginx "
+        "(`tcp-lo` with `uds-lo`, `tcp` with `uds`); the bridge is `tcp` minus `tcp-lo` less `uds` minus `uds-lo` "
+        "(the two nginx instances' own difference), and the controls (`uds` against `uds-lo`) say how much the two "
+        "instances differ.",
         "- nginx CPU per request needs cAdvisor, the host's context switches node-exporter (the app's come from the app); `make up` leaves them out where "
         "they cannot run (`make doctor` says why). A figure that is n/a in every round says why in its cell; the "
         "warnings list the rest. Where a collector samples less often than a phase is long (cAdvisor: every 5-10 s), "

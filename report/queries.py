@@ -12,7 +12,12 @@ from report.values import METRICS, div, generator, matrix_samples, number, scala
 # a phase's window, where increase() gives nothing: the report then reads the
 # samples up to this far around it. The others are scraped every 5 s.
 SPARSE_REACH_S = 15
-SPARSE_SOURCES = ("cadvisor",)
+# node-exporter is scraped every 5 s, as long as a default phase.
+SPARSE_SOURCES = ("cadvisor", "node")
+# process_cpu_seconds_total counts in clock ticks (/proc/<pid>/stat, USER_HZ:
+# 10 ms on Linux): one tick over a phase's requests is the finest difference in
+# the app's CPU per request a phase can show.
+CPU_TICK_S = 0.01
 # Which Prometheus job each server figure comes from, and its name, for the
 # reason a figure is missing.
 COLLECTORS = {"app": "the app", "nginx": "nginx-exporter", "nginx-log": "nginx-log-exporter",
@@ -239,13 +244,6 @@ def server_values(query, phase, window, gen="k6"):
     return raw, estimated, why
 
 
-def server_figures(query, phase, window, gen="k6", baseline=None):
-    """Prometheus's figures for one phase; every one None when there is no window or series.
-    Costs are per request the load generator completed in the phase (its exact
-    count): the same denominator for every path and either nginx."""
-    return server_figures_explained(query, phase, window, gen, baseline)[0]
-
-
 def server_figures_explained(query, phase, window, gen="k6", baseline=None):
     """(figures, estimated, missing): the figures, those read from samples
     around the window, and why each missing one is missing. baseline is
@@ -309,15 +307,18 @@ def server_figures_from(raw, window, phase, idle_rate=None):
     }
 
 
-def phase_figures(k6, query):
-    """Every measured phase with its window and figures, in run order; `missing`
-    says why a server figure is n/a, `estimated` which ones came from samples
-    around the window."""
-    return phase_figures_with(k6, query, idle_baseline(k6, query))
+def resolution(figures):
+    """Per figure read from a coarse counter, the smallest step it can show
+    in this phase: the app's CPU per request, one clock tick over its requests."""
+    n = figures.get("app_requests")
+    return {"app_cpu_us_per_req": CPU_TICK_S * 1e6 / n} if n else {}
 
 
 def phase_figures_with(k6, query, baseline):
-    """phase_figures, with the idle baseline (idle_baseline) given."""
+    """Every measured phase with its window and figures, in run order, given
+    the idle baseline (idle_baseline); `missing` says why a server figure is
+    n/a, `estimated` which ones came from samples around the window,
+    `resolution` the finest step of a figure read from a coarse counter."""
     out = []
     gen = generator(k6.get("settings") or {})
     for p in measured_phases(k6):
@@ -332,6 +333,7 @@ def phase_figures_with(k6, query, baseline):
             "window": None if window is None else {"start_s": round(window[0], 3), "end_s": round(window[1], 3)},
             "generator": gen,
             "figures": {**client_figures(p), **server},
+            "resolution": resolution(server),
             "estimated": estimated,
             "missing": missing,
         })

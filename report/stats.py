@@ -1,63 +1,142 @@
-"""Aggregates and ratios (pure): per workload and path, the mean of each figure
-over rounds and its ratio to tcp computed round by round, with its spread."""
+"""Paired statistics over rounds (pure; scipy does the arithmetic): each path's
+round r is compared with another path's round r, so the swings a round shares
+(this VM's speed moves +-15% between minutes) cancel. A difference or a ratio
+gets a 95% t-interval from its per-round values (ratios on the log scale), and
+it is *measurable* when that interval excludes no difference and, for a figure
+read from a coarse counter, the difference is at least the counter's
+resolution. The answer's several comparisons are judged together with Holm's
+correction (holm() below: scipy has no Holm, and statsmodels, which has, would
+bring pandas into the report's image for six lines). report/test_calibration.py
+holds the rule to its error rates on simulated rounds."""
+import math
+
+from scipy import stats as sps
+
 from report.lab import BASELINE
 from report.values import METRICS, div, headline, mean
 
-MAX_RELATIVE_SPREAD = 0.20  # (max - min) / mean of the per-round ratios
+CONFIDENCE = 0.95
+ALPHA = 1 - CONFIDENCE
+METHOD = "paired t-interval over rounds"
 
 
-def ratio_stats(path_by_round, tcp_by_round):
-    """Per-round ratio path/tcp, then mean, min, max of those ratios (the spread)."""
+def t_interval(values):
+    """(mean, low, high, p) of a sample, the interval at CONFIDENCE and the
+    two-sided p-value against 0; low, high and p are None under 2 values."""
+    n = len(values)
+    m = sum(values) / n
+    if n < 2:
+        return m, None, None, None
+    if max(values) - min(values) <= 1e-9 * max(1.0, abs(m)):  # no spread (but rounding): t is undefined
+        return m, m, m, (1.0 if m == 0 else 0.0)
+    res = sps.ttest_1samp(values, 0.0)
+    ci = res.confidence_interval(CONFIDENCE)
+    return m, float(ci.low), float(ci.high), float(res.pvalue)
+
+
+def diff_stats(a_by_round, b_by_round, scale=1.0, resolution=None, less=None):
+    """The per-round difference a - b (times scale); with less=(c, d), the
+    difference in differences (a - b) - (c - d), round by round. Returns its
+    mean, 95% interval (lo, hi), p, min and max over rounds, the means of a and
+    b, relative (the mean as a share of a's mean) and the resolution a
+    difference must reach; None when no round has every value."""
+    sources = [a_by_round, b_by_round] + list(less or [])
+    rounds = sorted(r for r in a_by_round if all(s.get(r) is not None for s in sources))
+    if not rounds:
+        return None
+    per_round = {}
+    for r in rounds:
+        v = a_by_round[r] - b_by_round[r]
+        if less:
+            v -= less[0][r] - less[1][r]
+        per_round[r] = scale * v
+    vs = list(per_round.values())
+    m, lo, hi, p = t_interval(vs)
+    a_mean = mean([scale * a_by_round[r] for r in rounds])
+    return {"mean": m, "lo": lo, "hi": hi, "p": p, "min": min(vs), "max": max(vs), "rounds": len(vs),
+            "a_mean": a_mean, "b_mean": mean([scale * b_by_round[r] for r in rounds]),
+            "relative": div(m, a_mean), "resolution": resolution, "method": METHOD,
+            "per_round": {str(r): v for r, v in per_round.items()}}
+
+
+def ratio_stats(path_by_round, base_by_round):
+    """The per-round ratio path/base; its geometric mean and 95% interval from
+    a t-interval on the log ratios, p, and min and max over rounds."""
     per_round = {}
     for r, v in sorted(path_by_round.items()):
-        t = tcp_by_round.get(r)
-        ratio = div(v, t)
-        if ratio is not None:
+        ratio = div(v, base_by_round.get(r))
+        if ratio is not None and ratio > 0:
             per_round[r] = ratio
     if not per_round:
         return None
     vs = list(per_round.values())
-    return {
-        "mean": sum(vs) / len(vs),
-        "min": min(vs),
-        "max": max(vs),
-        "rounds": len(vs),
-        "per_round": {str(r): v for r, v in per_round.items()},
-    }
+    m, lo, hi, p = t_interval([math.log(v) for v in vs])
+    return {"mean": math.exp(m), "lo": None if lo is None else math.exp(lo), "hi": None if hi is None else math.exp(hi),
+            "p": p, "min": min(vs), "max": max(vs), "rounds": len(vs), "method": METHOD + ", log scale",
+            "per_round": {str(r): v for r, v in per_round.items()}}
+
+
+def significant(d):
+    """Whether d's interval excludes no difference (after Holm's correction
+    where holm() gave it one)."""
+    p = d.get("p_holm", d.get("p"))
+    return d["rounds"] >= 2 and p is not None and p < ALPHA
+
+
+def measurable(d):
+    """A difference worth a number: significant, and at least the resolution
+    of the counter it was read from."""
+    if d is None or not significant(d):
+        return False
+    return d.get("resolution") is None or abs(d["mean"]) >= d["resolution"]
 
 
 def judge(ratio):
-    """What a ratio's spread allows one to say: clear | straddles | wide | single | none."""
+    """What a ratio allows one to say: clear | straddles | single | none."""
     if ratio is None:
         return "none"
     if ratio["rounds"] < 2:
         return "single"
-    if ratio["min"] <= 1.0 <= ratio["max"]:
-        return "straddles"
-    if (ratio["max"] - ratio["min"]) / ratio["mean"] > MAX_RELATIVE_SPREAD:
-        return "wide"
-    return "clear"
+    return "clear" if significant(ratio) else "straddles"
+
+
+def holm(items):
+    """Holm's step-down correction over several comparisons judged together:
+    sets each one's p_holm (items: stats dicts with a p, or None)."""
+    ranked = sorted((d for d in items if d is not None and d.get("p") is not None), key=lambda d: d["p"])
+    k, running = len(ranked), 0.0
+    for i, d in enumerate(ranked):
+        running = max(running, min(1.0, (k - i) * d["p"]))
+        d["p_holm"] = running
+    return items
+
+
+def fmt_interval(d, unit="", decimals=1, times=False):
+    """ "95% CI lo to hi unit, n rounds" (ratios: "lo-hix"), or why there is none."""
+    if d["rounds"] < 2:
+        return "1 round: no interval"
+    if times:
+        return f"95% CI {d['lo']:.2f}-{d['hi']:.2f}x, {d['rounds']} rounds"
+    u = f" {unit}" if unit else ""
+    return f"95% CI {d['lo']:,.{decimals}f} to {d['hi']:,.{decimals}f}{u}, {d['rounds']} rounds"
 
 
 def verdict(path, ratio):
-    """A plain sentence for a ratio to tcp."""
+    """A plain sentence for a ratio to the baseline."""
     status = judge(ratio)
     if status == "none":
         return "n/a"
-    rng = f"{ratio['min']:.2f}-{ratio['max']:.2f}"
     if status == "single":
-        return f"{path} {ratio['mean']:.2f}x tcp (1 round: spread cannot be judged)"
+        return f"{path} {ratio['mean']:.2f}x {BASELINE} (1 round: no interval, no verdict)"
     if status == "straddles":
-        return f"no clear difference from tcp ({rng})"
-    if status == "wide":
-        return f"spread too wide ({rng})"
-    return f"{path} {ratio['mean']:.2f}x tcp ({rng})"
+        return f"no measurable difference from {BASELINE} ({fmt_interval(ratio, times=True)})"
+    return f"{path} {ratio['mean']:.2f}x {BASELINE} ({fmt_interval(ratio, times=True)})"
 
 
 def aggregate(phases, settings):
     """Per workload and path: the rounds, the mean of each figure over rounds,
-    and each figure's ratio to tcp computed per round (None for tcp itself or
-    when tcp was not measured)."""
+    and each figure's ratio to the baseline computed per round (None for the
+    baseline itself or when it was not measured)."""
     workloads = {}
     order = settings.get("workloads") or sorted({p["workload"] for p in phases})
     path_order = settings.get("paths") or sorted({p["path"] for p in phases})
@@ -70,7 +149,7 @@ def aggregate(phases, settings):
             rounds = sorted((p for p in mine if p["path"] == path), key=lambda p: p["round"])
             if rounds:
                 by_path[path] = rounds
-        tcp = by_path.get(BASELINE)
+        base = by_path.get(BASELINE)
         paths = {}
         for path, rounds in by_path.items():
             per_metric = {k: {p["round"]: p["figures"].get(k) for p in rounds} for k in METRICS}
@@ -85,12 +164,12 @@ def aggregate(phases, settings):
                 "ratio_to_tcp": None,
                 "verdict": None,
             }
-            if tcp is not None and path != BASELINE:
-                tcp_metric = {k: {p["round"]: p["figures"].get(k) for p in tcp} for k in METRICS}
-                entry["ratio_to_tcp"] = {k: ratio_stats(per_metric[k], tcp_metric[k]) for k in METRICS}
+            if base is not None and path != BASELINE:
+                base_metric = {k: {p["round"]: p["figures"].get(k) for p in base} for k in METRICS}
+                entry["ratio_to_tcp"] = {k: ratio_stats(per_metric[k], base_metric[k]) for k in METRICS}
                 entry["verdict"] = verdict(path, entry["ratio_to_tcp"][headline(settings)[0]])
             paths[path] = entry
-        workloads[w] = {"tcp_measured": tcp is not None, "paths": paths}
+        workloads[w] = {"tcp_measured": base is not None, "paths": paths}
     return workloads
 
 

@@ -19,52 +19,55 @@ def rep(testid, p50_ms, cpu=None):
 
 
 def test_saving_hidden_and_not_measurable():
-    go = rep("c-go", {"tcp-lo": [1.0, 1.1, 1.0], "uds": [0.7, 0.8, 0.7], "tcp": [1.3, 1.3, 1.2],
-                      "tcp-lo-ka": [0.6, 0.7, 0.6], "uds-ka": [0.65, 0.6, 0.62]})
+    go = rep("c-go", {"tcp-lo": [1.0, 1.1, 1.0], "uds-lo": [0.7, 0.8, 0.7], "tcp": [1.3, 1.3, 1.2],
+                      "uds": [0.7, 0.8, 0.7], "tcp-lo-ka": [0.6, 0.7, 0.6], "uds-lo-ka": [0.65, 0.6, 0.62]})
     # PHP: the same 100 µs or so saved, out of a 5 ms median: under 5%, hidden.
-    php = rep("c-php", {"tcp-lo": [5.1, 5.2, 5.1], "uds": [5.0, 5.1, 5.0]})
+    php = rep("c-php", {"tcp-lo": [5.1, 5.2, 5.1], "uds-lo": [5.0, 5.1, 5.0]})
     c = compare.compare({"go": go, "php-fpm": php})
+    assert c["pairs"] == ["uds-lo/tcp-lo", "uds-lo-ka/tcp-lo-ka", "uds/tcp", "uds-ka/tcp-ka"]
     g = c["stacks"]["go"]["workloads"]["ping"]
-    assert g["uds/tcp-lo"]["verdict"] == "the socket saves"
-    assert g["uds/tcp-lo"]["p50_saved_us"]["mean"] == pytest.approx(300)
-    assert g["uds/tcp-lo"]["share_of_tcp_median"] == pytest.approx(300 / 1033.33, rel=1e-3)
+    assert g["uds-lo/tcp-lo"]["verdict"] == "the socket saves"
+    assert g["uds-lo/tcp-lo"]["p50_saved_us"]["mean"] == pytest.approx(300)
+    assert g["uds-lo/tcp-lo"]["share_of_tcp_median"] == pytest.approx(300 / 1033.33, rel=1e-3)
     assert g["uds/tcp"]["verdict"] == "the socket saves"
-    assert g["uds-ka/tcp-lo-ka"]["verdict"] == "no measurable difference"  # -50 to +100 µs
-    assert "uds-ka/tcp-ka" not in g  # tcp-ka not measured
+    assert g["uds-lo-ka/tcp-lo-ka"]["verdict"] == "no measurable difference"  # -50 to +100 µs
+    assert "uds-ka/tcp-ka" not in g  # not measured
     p = c["stacks"]["php-fpm"]["workloads"]["ping"]
-    assert p["uds/tcp-lo"]["verdict"] == "hidden by the stack's own time"
+    assert p["uds-lo/tcp-lo"]["verdict"] == "hidden by the stack's own time"
     md = compare.render(c)
-    assert "| go | 1,033 µs | the socket saves: 300 µs (300 to 300 µs, 29%)" in md
-    assert "| php-fpm | 5,133 µs | hidden by the stack's own time: 100 µs (100 to 100 µs, 2%) | not measured |" in md
-    assert "no measurable difference (-50 to 100 µs)" in md
+    assert "| stack | tcp-lo's median |" in md
+    assert "| go | 1,033 µs | the socket saves: 300 µs (95% CI 300 to 300 µs, 3 rounds, 29%)" in md
+    assert ("| php-fpm | 5,133 µs | hidden by the stack's own time: 100 µs (95% CI 100 to 100 µs, 3 rounds, 2%) "
+            "| not measured |") in md
+    assert "no measurable difference (95% CI -187 to 207 µs, 3 rounds)" in md
     assert "- php-fpm: the socket's gain is real but under 5% of the stack's own median" in md
-    assert "- go: the socket's gain stands out of the stack's own time on uds vs tcp-lo, uds vs tcp." in md
-    assert "round(s) only" not in md  # 3 rounds
+    assert "- go: the socket's gain stands out of the stack's own time on uds-lo vs tcp-lo, uds vs tcp." in md
+    assert "1 round only" not in md
 
 
-def test_costs_more_and_few_rounds_are_said():
-    c = compare.compare({"go": rep("c", {"tcp-lo": [1.0, 1.0], "uds": [1.2, 1.3]})})
-    md = compare.render(c)
-    assert "- go: no gain from the socket; it costs more on uds vs tcp-lo." in md
-    assert "**2 round(s) only**" in md
+def test_costs_more_and_one_round_are_said():
+    c = compare.compare({"go": rep("c", {"tcp-lo": [1.0, 1.0, 1.0], "uds-lo": [1.2, 1.3, 1.25]})})
+    assert "- go: no gain from the socket; it costs more on uds-lo vs tcp-lo." in compare.render(c)
+    c = compare.compare({"go": rep("c", {"tcp-lo": [1.0], "uds-lo": [0.5]})})
+    assert "**1 round only**: no interval, no verdict" in compare.render(c)
 
 
 @pytest.mark.parametrize("tcp,uds,verdict", [
     ([1.0, 1.0], [0.94, 0.94], "the socket saves"),                # 60 µs of TCP's 1,000: 6%
     ([1.0, 1.0], [0.96, 0.96], "hidden by the stack's own time"),  # 40 µs: 4%
-    ([1.0, 1.0], [1.1, 1.2], "the socket costs more"),
+    ([1.0, 1.0, 1.0], [1.1, 1.2, 1.15], "the socket costs more"),
     ([1.0, 1.0], [0.9, 1.1], "no measurable difference"),
-    ([1.0], [0.5], "1 round: spread unknown"),
+    ([1.0], [0.5], "1 round: no interval"),
 ])
 def test_verdict_boundaries(tcp, uds, verdict):
-    g = compare.gains(rep("x", {"tcp-lo": tcp, "uds": uds}))["ping"]["uds/tcp-lo"]
+    g = compare.gains(rep("x", {"tcp-lo": tcp, "uds-lo": uds}))["ping"]["uds-lo/tcp-lo"]
     assert g["verdict"] == verdict
 
 
 def test_hidden_share_boundary():
     # Exactly at 5% of TCP's median is not hidden; just under is.
-    at = compare.verdict({"mean": 50.0, "min": 50.0, "max": 50.0, "rounds": 2, "a_mean": 1000.0})
-    under = compare.verdict({"mean": 49.9, "min": 49.9, "max": 49.9, "rounds": 2, "a_mean": 1000.0})
+    at = compare.verdict({"mean": 50.0, "p": 0.0, "rounds": 2, "a_mean": 1000.0})
+    under = compare.verdict({"mean": 49.9, "p": 0.0, "rounds": 2, "a_mean": 1000.0})
     assert (at, under) == ("the socket saves", "hidden by the stack's own time")
 
 
@@ -79,7 +82,7 @@ def test_app_cpu_saved_and_missing():
 def test_main_writes_and_refuses(tmp_path, capsys):
     for stack in ("go", "node"):
         (tmp_path / f"c-{stack}").mkdir()
-        (tmp_path / f"c-{stack}" / "report.json").write_text(json.dumps(rep(f"c-{stack}", {"tcp-lo": [1, 1], "uds": [0.5, 0.5]})))
+        (tmp_path / f"c-{stack}" / "report.json").write_text(json.dumps(rep(f"c-{stack}", {"tcp-lo": [1, 1], "uds-lo": [0.5, 0.5]})))
     assert compare.main(["--runs", "go=c-go,node=c-node", "--out", "c", "--results", str(tmp_path)]) == 0
     c = json.loads((tmp_path / "c" / "compare.json").read_text())
     assert list(c["stacks"]) == ["go", "node"]

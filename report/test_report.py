@@ -34,7 +34,7 @@ def make_k6(paths=("tcp", "uds", "tcp-ka", "uds-ka"), rounds=3, rate=100, durati
     round) -> dict overriding a phase's fields."""
     client = client or (lambda path, r: {})
     settings = {"workloads": list(workloads), "paths": list(paths), "mode": "rate", "generator": "k6", "rate": rate,
-                "connections": 64, "duration": duration, "rounds": rounds, "warmup": warmup, "idle": idle,
+                "connections": 64, "duration": duration, "rounds": rounds, "warmup": warmup, "idle": idle, "seed": 1,
                 "cpu_iterations": 10000, "sleep_ms": 10, "endpoint": "/ping"}
     phases = runplan.plan(settings, runplan.routes(CATALOGUE["workloads"], settings))
     for ph in phases:
@@ -205,11 +205,11 @@ def test_window_and_query_shape():
     k6 = make_k6(paths=("tcp", "uds"), rounds=1, warmup=5, duration=20)
     q = fake_query(server_table(k6))
     context.build_report(k6, COMPOSE, q)
-    # Idle 10 + 2 s, warm-up: 2 x (5 + 2) s; then tcp r1 from 26 s for 20 s.
+    # Idle 10 + 1 s, warm-up: 2 x (5 + 1) s; then the first path of round 1 from 23 s for 20 s.
     ph = queries.measured_phases(k6)[0]
-    assert queries.phase_window(k6, ph) == (START_MS / 1000 + 26, START_MS / 1000 + 46)
-    end = f"{START_MS / 1000 + 46:.3f}"
-    expected = f'sum(increase(nginx_location_requests_total{{path="tcp",status=~"5.."}}[20s] @ {end}))'
+    assert queries.phase_window(k6, ph) == (START_MS / 1000 + 23, START_MS / 1000 + 43)
+    end = f"{START_MS / 1000 + 43:.3f}"
+    expected = f'sum(increase(nginx_location_requests_total{{path="{ph["path"]}",status=~"5.."}}[20s] @ {end}))'
     assert expected in q.calls
     sel = 'job="app",route!~"/metrics|/healthz|/readyz"}[20s] @ ' + end
     assert any(c.startswith("histogram_quantile(0.99, sum(increase(app_http_request_duration_seconds{" + sel)
@@ -242,9 +242,11 @@ def test_ratios_are_computed_per_round_then_averaged():
     k6 = make_k6(paths=("tcp", "uds"), client=lambda p, r: {"duration_ms": {"p50": p50[(p, r)]}} if r else {})
     r = build(k6)["workloads"]["ping"]["paths"]["uds"]["ratio_to_tcp"]["client_p50_ms"]
     assert r["per_round"] == pytest.approx({"1": 0.5, "2": 0.6, "3": 0.7})
-    assert r["mean"] == pytest.approx(0.6)  # the ratio of the means would be 4.5 / 7 = 0.643
+    # The geometric mean of the per-round ratios; the ratio of the means would be 4.5 / 7 = 0.643.
+    assert r["mean"] == pytest.approx((0.5 * 0.6 * 0.7) ** (1 / 3))
     assert (r["min"], r["max"], r["rounds"]) == (pytest.approx(0.5), pytest.approx(0.7), 3)
-    assert stats.judge(r) == "wide"  # (0.7 - 0.5) / 0.6 > 0.2
+    # A t-interval on the log ratios (2 degrees of freedom) excludes 1.
+    assert r["lo"] < r["mean"] < r["hi"] < 1 and stats.judge(r) == "clear"
 
 
 def test_clear_ratio_and_verdict():
@@ -253,7 +255,7 @@ def test_clear_ratio_and_verdict():
     rep = build(k6)
     e = rep["workloads"]["ping"]["paths"]["uds"]
     assert stats.judge(e["ratio_to_tcp"]["client_p50_ms"]) == "clear"
-    assert e["verdict"] == "uds 0.60x tcp (0.58-0.62)"
+    assert e["verdict"] == "uds 0.60x tcp (95% CI 0.55-0.65x, 3 rounds)"
     assert rep["workloads"]["ping"]["paths"]["tcp"]["ratio_to_tcp"] is None
 
 
@@ -267,8 +269,9 @@ def test_server_side_ratio_per_round():
 
 
 def test_ratio_skips_rounds_without_a_value():
-    assert stats.ratio_stats({1: 2.0, 2: None, 3: 3.0}, {1: 4.0, 2: 1.0, 3: 0.0}) == {
-        "mean": 0.5, "min": 0.5, "max": 0.5, "rounds": 1, "per_round": {"1": 0.5}}
+    r = stats.ratio_stats({1: 2.0, 2: None, 3: 3.0}, {1: 4.0, 2: 1.0, 3: 0.0})
+    assert (r["mean"], r["min"], r["max"], r["rounds"], r["per_round"]) == (0.5, 0.5, 0.5, 1, {"1": 0.5})
+    assert (r["lo"], r["hi"], r["p"]) == (None, None, None)  # 1 round: no interval
     assert stats.ratio_stats({1: None}, {1: 1.0}) is None
     assert stats.verdict("uds", None) == "n/a"
 
@@ -312,7 +315,7 @@ def test_rate_threshold(requests, saturated):
 def test_thresholds_are_stated():
     md = markdown.render_markdown(build(make_k6()))
     for text in ("more than 1% of a phase's iterations", "less than 95% of RATE", "90% or more of its CPU limit",
-                 "under 10 s", "within 5% of the others", "wider than 20% of the mean"):
+                 "under 5 s", "within 5% of the others", "interval includes 1"):
         assert text in md
 
 
@@ -344,19 +347,19 @@ def test_spread_straddling_one():
     k6 = make_k6(paths=("tcp", "uds"), client=lambda p, r: {"duration_ms": {"p50": p50[p][r - 1]}} if r else {})
     rep = build(k6)
     e = rep["workloads"]["ping"]["paths"]["uds"]
-    assert e["verdict"] == "no clear difference from tcp (0.90-1.05)"
+    assert e["verdict"] == "no measurable difference from tcp (95% CI 0.79-1.17x, 3 rounds)"
     spread = [w for w in rep["warnings"] if w["kind"] == "spread"]
     assert len(spread) == 1 and spread[0]["path"] == "uds"
-    assert "client p50: no clear difference from tcp" in spread[0]["message"]
+    assert "client p50: no measurable difference from tcp" in spread[0]["message"]
     # Identical every round: a ratio of exactly 1.0 is no difference either.
-    assert "client p99: no clear difference from tcp (1.00-1.00 includes 1.0)" in spread[0]["message"]
+    assert "client p99: no measurable difference from tcp (95% CI 1.00-1.00x, 3 rounds includes 1)" in spread[0]["message"]
 
 
 def test_single_round():
     rep = build(make_k6(paths=("tcp", "uds"), rounds=1, client=lambda p, r: {"duration_ms": {"p50": 0.5}} if p == "uds" else {}))
     assert "single_round" in kinds(rep)
     assert "spread" not in kinds(rep)
-    assert rep["workloads"]["ping"]["paths"]["uds"]["verdict"] == "uds 0.50x tcp (1 round: spread cannot be judged)"
+    assert rep["workloads"]["ping"]["paths"]["uds"]["verdict"] == "uds 0.50x tcp (1 round: no interval, no verdict)"
     assert "0.50x (1 round)" in markdown.render_markdown(rep)
 
 
@@ -470,7 +473,7 @@ def test_markdown_has_machine_block_and_tables():
     assert ("| path | req/s | client p50 | p95 | p99 (ms) | app p50 | p99 (ms) | nginx connect (ms) | app CPU µs/req | "
             "app ctx switches/req | nginx CPU µs/req | host ctx switches/req above idle | errors |") in md
     assert "| tcp | 100.0 | 1.000 | 2.000 | 3.000 | 0.400 | 2.000 | 0.001 | 50.0 | 2.50 | 80.0 | 3.00 | none |" in md
-    assert ("| path | req/s ratio | p50 ratio (min-max) | p99 ratio | app CPU ratio | app ctx switches ratio | "
+    assert ("| path | req/s ratio | p50 ratio (95% CI) | p99 ratio | app CPU ratio | app ctx switches ratio | "
             "nginx CPU ratio | host ctx switches ratio |") in md
     assert "Idle baseline: the host made 100 context switches/s with no requests (10 s before the first phase" in md
     assert "| uds | 1.00x (1.00-1.00) |" in md
@@ -497,7 +500,8 @@ def test_charts_skip_empty_series(tmp_path):
     k6 = make_k6(paths=("tcp", "uds"))
     rep = build(k6, dict(MACHINE))  # no app or nginx CPU series
     written = charts.write_charts(rep, tmp_path)
-    assert [c["file"] for c in written] == ["ping-latency.png"]
+    # tcp against uds is a term of the breakdown: its chart too.
+    assert [c["file"] for c in written] == ["ping-latency.png", "ping-breakdown.png"]
     specs = charts.chart_specs("ping", build(k6, server_table(k6, {("container_cpu_usage_seconds_total", 'service="nginx"'): None}))["workloads"]["ping"])
     assert [k for k, _, _ in specs[1][2]] == ["app_cpu_us_per_req"]
 
@@ -594,10 +598,10 @@ def test_prometheus_client(prometheus):
 
 
 def test_short_phases_are_flagged():
-    rep = build(make_k6(duration=5, rounds=2))
+    rep = build(make_k6(duration=4, rounds=2))
     short = [w for w in rep["warnings"] if w["kind"] == "short_phase"]
-    assert len(short) == 1 and len(short[0]["phases"]) == 8 and "DURATION >= 10" in short[0]["message"]
-    assert "short_phase" not in kinds(build(make_k6(duration=10, rounds=2)))
+    assert len(short) == 1 and len(short[0]["phases"]) == 8 and "DURATION >= 5" in short[0]["message"]
+    assert "short_phase" not in kinds(build(make_k6(duration=5, rounds=2)))
 
 
 def test_max_mode_without_generator_cpu_says_so():
@@ -628,33 +632,72 @@ def test_breakdown_terms_are_per_round_differences_in_microseconds():
     connect = terms["tcp_connect"]["figures"]["client_p50_ms"]
     assert connect["per_round"] == {"1": pytest.approx(400), "2": pytest.approx(480), "3": pytest.approx(440)}
     assert (connect["mean"], connect["min"], connect["max"]) == (pytest.approx(440), pytest.approx(400), pytest.approx(480))
-    assert connect["relative"] == pytest.approx(440 / 610)
-    bridge = terms["bridge_pooled"]["figures"]["client_p50_ms"]
-    assert bridge["mean"] == pytest.approx(((0.60 - 0.50) + (0.62 - 0.52) + (0.61 - 0.50)) / 3 * 1e3)
-    assert breakdown.measurable(connect) and breakdown.measurable(bridge)
-    # The control: uds-lo against uds, -10, -10, +10 µs: straddles zero.
+    # The share is of the first path's figure (tcp's 1,050 µs), in the answer and the table alike.
+    assert connect["relative"] == pytest.approx(440 / 1050)
+    # 95% t-interval: sd 40 over 3 rounds, t(2) = 4.303.
+    assert (connect["lo"], connect["hi"]) == (pytest.approx(440 - 4.3027 * 40 / 3 ** 0.5, abs=0.1),
+                                              pytest.approx(440 + 4.3027 * 40 / 3 ** 0.5, abs=0.1))
+    # The bridge, less the two nginx's own difference: (tcp - tcp-lo) - (uds - uds-lo) per round.
+    bridge = terms["bridge_new"]["figures"]["client_p50_ms"]
+    assert bridge["per_round"] == {"1": pytest.approx(210), "2": pytest.approx(240), "3": pytest.approx(220)}
+    assert stats.measurable(connect) and stats.measurable(bridge)
+    # The control: uds against uds-lo, -10, +10, +10 µs: its interval includes zero.
     control = terms["control_new"]["figures"]["client_p50_ms"]
-    assert not breakdown.measurable(control)
-    assert breakdown.fmt_diff(control).startswith("no measurable difference")
-    # uds-lo-ka was not measured: that term is left out, not zero.
-    assert "control_pooled" not in terms
+    assert not stats.measurable(control)
+    assert breakdown.fmt_diff(control).startswith("no measurable difference (95% CI ")
+    # uds-lo-ka was not measured: the terms that need it are left out, not zero.
+    assert "control_pooled" not in terms and "bridge_pooled" not in terms and "socket_pooled" not in terms
     md = markdown.render_markdown(rep)
-    assert "| TCP connection setup, across the bridge | tcp − tcp-ka | 440.0 µs (400.0 to 480.0 µs, 72%)" in md
+    assert ("| TCP connection setup, across the bridge | tcp − tcp-ka | 440.0 µs (95% CI 340.6 to 539.4 µs, "
+            "3 rounds, 42% of the first)") in md
+    assert "tcp − tcp-lo − (uds − uds-lo)" in md
 
 
-def test_answer_says_what_the_socket_saved_against_both_tcps():
-    p50 = {"tcp": [1.00, 1.10, 1.05], "tcp-ka": [0.60, 0.62, 0.61], "tcp-lo": [0.80, 0.85, 0.82],
-           "tcp-lo-ka": [0.46, 0.45, 0.47], "uds": [0.55, 0.58, 0.56], "uds-ka": [0.45, 0.47, 0.46]}
-    rep = build(p50_run(p50, rate=500))
+EIGHT = {"tcp": [1.00, 1.10, 1.05], "tcp-ka": [0.60, 0.62, 0.61], "tcp-lo": [0.80, 0.85, 0.82],
+         "tcp-lo-ka": [0.46, 0.45, 0.47], "uds": [0.55, 0.58, 0.56], "uds-ka": [0.45, 0.47, 0.46],
+         "uds-lo": [0.55, 0.58, 0.56], "uds-lo-ka": [0.45, 0.47, 0.46]}
+
+
+def test_answer_compares_paths_through_the_same_nginx():
+    rep = build(p50_run(EIGHT, rate=500))
     text = rep["workloads"]["ping"]["answer"]
-    # new connections: tcp-lo - uds = 250, 270, 260 µs; tcp - uds = 450, 520, 490 µs.
     assert "at 500 req/s" in text
-    assert "With a new connection per request, the socket saved 260 µs (32%) of median latency against TCP over loopback" in text
-    assert "saved 487 µs (46%) of median latency against TCP across the Docker bridge" in text
-    # pooled: tcp-lo-ka - uds-ka = +10, -20, +10 µs: no number, the plain words.
-    assert "With pooled keepalive connections, the socket made no measurable difference against TCP over loopback" in text
+    # tcp-lo - uds-lo = 250, 270, 260 µs: both through nginx-lo.
+    assert ("With a new connection per request, the socket saved 260 µs (32% of tcp-lo's median) against TCP over "
+            "loopback (`uds-lo` against `tcp-lo`: 95% CI 235 to 285 µs, 3 rounds)") in text
+    # tcp - uds = 450, 520, 490 µs: both through nginx.
+    assert "saved 487 µs (46% of tcp's median) against TCP across the Docker bridge (`uds` against `tcp`" in text
+    # pooled: tcp-lo-ka - uds-lo-ka = +10, -20, +10 µs: no number, the plain words.
+    assert ("With pooled keepalive connections, the socket made no measurable difference against TCP over loopback "
+            "(`uds-lo-ka` against `tcp-lo-ka`: 95% CI") in text
+    assert "the 4 comparisons are judged together (Holm's correction)" in text
+    assert "Control held" in text and "control failed" not in text
     md = markdown.render_markdown(rep)
     assert md.index("## The answer") < md.index("## Machine") and text in md
+
+
+def test_a_failed_control_is_said_next_to_the_answer():
+    p50 = {**EIGHT, "uds-lo": [0.60, 0.64, 0.61]}  # nginx-lo 50-60 µs slower than nginx on the same socket
+    text = build(p50_run(p50))["workloads"]["ping"]["answer"]
+    assert "**the control failed**: control: nginx against nginx-lo, socket, new connections came out at -53 µs" in text
+
+
+def test_an_aa_run_says_whether_the_path_differs_from_itself():
+    same = build(p50_run({"uds": [0.50, 0.52, 0.49, 0.51], "uds-aa": [0.51, 0.50, 0.50, 0.52]}, rounds=4))
+    text = same["workloads"]["ping"]["answer"]
+    assert "no answer to give. Control held: A/A: the socket against itself, through nginx (calibration), " \
+           "no measurable difference (95% CI" in text
+    differs = build(p50_run({"uds": [0.50, 0.52, 0.49, 0.51], "uds-aa": [0.60, 0.62, 0.60, 0.61]}, rounds=4))
+    assert "**the control failed**: A/A" in differs["workloads"]["ping"]["answer"]
+
+
+def test_one_round_answer_gives_no_verdict():
+    """ROUNDS=1: no interval, so neither a number called measurable nor "no
+    measurable difference" (the old answer said "(500 to 500 µs over the rounds)")."""
+    p50 = {k: v[:1] for k, v in EIGHT.items()}
+    text = build(p50_run(p50, rounds=1))["workloads"]["ping"]["answer"]
+    assert "no measurable difference" not in text and "over the rounds" not in text
+    assert "differed by 250 µs in its 1 round: no interval, no verdict" in text
 
 
 def test_answer_without_both_transports_says_so():
@@ -676,14 +719,15 @@ def test_each_path_is_costed_on_its_own_nginx():
     assert 'nginx_location_requests_total{path="tcp-lo"}' in lo["nginx_requests"]
 
 
-def test_stacked_bars_add_up_to_each_paths_median():
-    p50 = {"tcp": [1.00, 1.10, 1.05], "tcp-ka": [0.60, 0.62, 0.61], "tcp-lo": [0.80, 0.85, 0.82],
-           "tcp-lo-ka": [0.50, 0.52, 0.50], "uds": [0.55, 0.58, 0.56], "uds-ka": [0.45, 0.47, 0.46]}
-    wl = build(p50_run(p50))["workloads"]["ping"]
-    bars = dict(charts.stack_bars(wl, "client_p50_ms", 1e3))
-    assert list(bars) == ["uds-ka", "tcp-lo-ka", "tcp-ka", "uds", "tcp-lo", "tcp"]
-    for path, parts in bars.items():
-        assert sum(v for _, v, _ in parts) == pytest.approx(1e3 * wl["paths"][path]["mean"]["client_p50_ms"])
+def test_breakdown_chart_draws_each_terms_mean_and_interval():
+    wl = build(p50_run(EIGHT))["workloads"]["ping"]
+    bars = {label: rest for label, *rest in charts.term_bars(wl, "client_p50_ms")}
+    d = wl["breakdown"]["socket_new"]["figures"]["client_p50_ms"]
+    assert bars[wl["breakdown"]["socket_new"]["label"]] == [d["mean"], d["lo"], d["hi"], True]
+    # A negative difference stays negative; one that is not measurable is marked so.
+    pooled = bars[wl["breakdown"]["socket_pooled"]["label"]]
+    assert pooled[0] == pytest.approx(0) and pooled[3] is False
+    assert len(bars) == len(wl["breakdown"])
 
 
 # ---------------------------------------------------------------- sparse counters and missing figures
@@ -852,7 +896,7 @@ def test_context_switches_describe_the_path_not_the_hosts_background():
     term = rep["workloads"]["ping"]["breakdown"]["tcp_connect"]["figures"]["app_ctx_switches_per_req"]
     assert term["mean"] == pytest.approx(0.5)
     assert "| app context switches per request | nginx CPU per request (µs) |" in md
-    assert "| 0.5 (0.5 to 0.5, 33%) |" in md
+    assert "| 0.5 (95% CI 0.5 to 0.5, 3 rounds, 25% of the first) |" in md
 
 
 TOO_FEW = "the idle phase (10 s) held 1 node-exporter sample(s), two are needed: set IDLE >= 10"
