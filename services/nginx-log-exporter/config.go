@@ -13,15 +13,16 @@ import (
 
 // Config is the validated runtime configuration, read once at start.
 type Config struct {
-	// SyslogAddr is where nginx sends its syslog datagrams: a UDP host:port,
-	// or unix:<path>, a Unix datagram socket (the lab's default: no IP stack,
-	// bridge or conntrack on nginx's side of each line).
-	SyslogAddr string
-	SocketGID  int // LOG_EXPORTER_SOCKET_GID: the socket's and pipe's group (-1: the process's)
-	// Pipe (LOG_EXPORTER_PIPE), if set, is a FIFO read besides the socket:
-	// nginx's buffered access log (access_log <pipe> ... buffer=64k), the
-	// lab's default, one write per 64 KiB of lines instead of a send per line.
-	Pipe        string
+	// Pipe (LOG_EXPORTER_PIPE) is the FIFO nginx's buffered access log is
+	// written to (access_log <pipe> ... buffer=64k), the lab's default: one
+	// write per 64 KiB of lines, and only what can open the file can write.
+	Pipe      string
+	SocketGID int // LOG_EXPORTER_SOCKET_GID: the pipe's group (-1: the process's)
+	// SyslogAddr (LOG_EXPORTER_SYSLOG_ADDR), if set, is a UDP host:port where
+	// nginx sends a line per syslog datagram: the per-line alternative. Empty:
+	// no socket at all, so nothing on the network can inject lines (syslog
+	// has no authentication).
+	SyslogAddr  string
 	MetricsAddr string // TCP address of /metrics and /healthz.
 	Catalogue   string // the lab's catalogue.json, whose paths are the path label's values
 	Paths       []string
@@ -39,14 +40,11 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	var cfg Config
 
-	cfg.SyslogAddr = get("LOG_EXPORTER_SYSLOG_ADDR", ":5514")
-	if path, ok := socketPath(cfg.SyslogAddr); ok {
-		// A sockaddr_un holds 108 bytes, the terminating NUL included.
-		if !strings.HasPrefix(path, "/") || len(path) > 107 {
-			return cfg, fmt.Errorf("LOG_EXPORTER_SYSLOG_ADDR=%q: unix: needs an absolute path of at most 107 bytes", cfg.SyslogAddr)
+	cfg.SyslogAddr = getenv("LOG_EXPORTER_SYSLOG_ADDR")
+	if cfg.SyslogAddr != "" {
+		if err := validateAddr(cfg.SyslogAddr); err != nil {
+			return cfg, fmt.Errorf("LOG_EXPORTER_SYSLOG_ADDR=%q: %w (UDP)", cfg.SyslogAddr, err)
 		}
-	} else if err := validateAddr(cfg.SyslogAddr); err != nil {
-		return cfg, fmt.Errorf("LOG_EXPORTER_SYSLOG_ADDR=%q: %w (or unix:/path)", cfg.SyslogAddr, err)
 	}
 	cfg.Pipe = getenv("LOG_EXPORTER_PIPE")
 	if cfg.Pipe != "" && !strings.HasPrefix(cfg.Pipe, "/") {
@@ -72,6 +70,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		return cfg, fmt.Errorf("LOG_EXPORTER_CATALOGUE=%q: %w", cfg.Catalogue, err)
 	}
 	cfg.Paths = paths
+	if cfg.Pipe == "" && cfg.SyslogAddr == "" {
+		return cfg, fmt.Errorf("no input: set LOG_EXPORTER_PIPE (nginx's buffered access log, the lab's) or LOG_EXPORTER_SYSLOG_ADDR (syslog over UDP)")
+	}
 	return cfg, nil
 }
 
@@ -106,11 +107,6 @@ func readPaths(file string) ([]string, error) {
 
 // validateAddr accepts host:port or :port with a numeric port (0 picks a free
 // port, for tests). Service names are not accepted as ports.
-// socketPath: the path of a unix:<path> address.
-func socketPath(addr string) (string, bool) {
-	return strings.CutPrefix(addr, "unix:")
-}
-
 func validateAddr(addr string) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {

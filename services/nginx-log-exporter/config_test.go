@@ -10,13 +10,15 @@ import (
 // labCatalogue is the lab's own catalogue.json: the paths the exporter gets in compose.
 const labCatalogue = "../../catalogue.json"
 
-// envFunc is a getenv over env, with the lab's catalogue unless env names one.
+// envFunc is a getenv over env, with the lab's catalogue and compose's FIFO
+// unless env names them.
 func envFunc(env map[string]string) func(string) string {
+	defaults := map[string]string{"LOG_EXPORTER_CATALOGUE": labCatalogue, "LOG_EXPORTER_PIPE": "/log/access.pipe"}
 	return func(k string) string {
-		if v, ok := env[k]; ok || k != "LOG_EXPORTER_CATALOGUE" {
+		if v, ok := env[k]; ok {
 			return v
 		}
-		return labCatalogue
+		return defaults[k]
 	}
 }
 
@@ -29,8 +31,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.SyslogAddr != ":5514" || cfg.MetricsAddr != ":9114" {
-		t.Fatalf("got %+v, want the default addresses", cfg)
+	// No syslog socket unless one is asked for.
+	if cfg.SyslogAddr != "" || cfg.MetricsAddr != ":9114" {
+		t.Fatalf("got %+v, want no syslog socket and the default metrics address", cfg)
 	}
 }
 

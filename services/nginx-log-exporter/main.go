@@ -1,6 +1,8 @@
-// Command nginx-log-exporter receives nginx's JSON access log by syslog over
-// UDP and exposes per-location request, latency and upstream timing metrics
-// for Prometheus. stub_status has no per-location latency; this fills the gap.
+// Command nginx-log-exporter reads nginx's JSON access log, buffered through a
+// FIFO (the lab's default) or a line per syslog datagram over UDP (only where
+// LOG_EXPORTER_SYSLOG_ADDR is set), and exposes per-location request, latency
+// and upstream timing metrics for Prometheus. stub_status has no per-location
+// latency; this fills the gap.
 package main
 
 import (

@@ -37,23 +37,24 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// testEnv: the syslog socket alone, on free ports.
 func testEnv() map[string]string {
 	return map[string]string{
+		"LOG_EXPORTER_PIPE":         "",
 		"LOG_EXPORTER_SYSLOG_ADDR":  "127.0.0.1:0",
 		"LOG_EXPORTER_METRICS_ADDR": "127.0.0.1:0",
 	}
 }
 
 type testExporter struct {
-	syslogNet               string // udp or unixgram
-	syslogAddr, metricsAddr string
+	syslogAddr, metricsAddr string // syslogAddr: "" when it has no socket
 	cancel                  context.CancelFunc
 	done                    chan error
 	stdout, stderr          *syncBuffer
 	udp                     net.Conn
 }
 
-var listeningRE = regexp.MustCompile(`listening syslog=(udp|unixgram):(\S+) metrics=http:(\S+)`)
+var listeningRE = regexp.MustCompile(`listening metrics=http:(\S+) syslog=(?:off|udp:(\S+))`)
 
 // startExporter runs the real program in a goroutine on free ports and learns
 // the actual addresses from its startup line.
@@ -74,7 +75,7 @@ func startExporter(t *testing.T, env map[string]string) *testExporter {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if m := listeningRE.FindStringSubmatch(e.stdout.String()); m != nil {
-			e.syslogNet, e.syslogAddr, e.metricsAddr = m[1], m[2], m[3]
+			e.metricsAddr, e.syslogAddr = m[1], m[2]
 			break
 		}
 		select {
@@ -87,7 +88,10 @@ func startExporter(t *testing.T, env map[string]string) *testExporter {
 			t.Fatal("exporter did not log its addresses")
 		}
 	}
-	udp, err := net.Dial(e.syslogNet, e.syslogAddr)
+	if e.syslogAddr == "" {
+		return e
+	}
+	udp, err := net.Dial("udp", e.syslogAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

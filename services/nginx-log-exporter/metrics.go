@@ -48,7 +48,7 @@ func NewMetrics(paths []string) *Metrics {
 
 	lines := f.NewCounterVec(prometheus.CounterOpts{
 		Name: "nginx_log_lines_total",
-		Help: "Syslog datagrams received, by result: ok, or malformed (no JSON, bad JSON or a bad number; not counted anywhere else).",
+		Help: "Access-log lines read (from the pipe, or a syslog datagram each), by result: ok, or malformed (no JSON, bad JSON or a bad number; not counted anywhere else).",
 	}, []string{"result"})
 	m.linesOK = lines.WithLabelValues("ok")
 	m.linesMalformed = lines.WithLabelValues("malformed")

@@ -6,16 +6,61 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
 const pipeLine = `{"uri":"/uds-ka/ping","status":"200","request_time":"0.001","upstream_connect_time":"0.000",` +
 	`"upstream_header_time":"0.001","upstream_response_time":"0.001","bytes_sent":"180"}` + "\n"
 
+// pipeEnv: the FIFO only, as compose runs the exporter.
 func pipeEnv(path string) map[string]string {
-	env := testEnv()
-	env["LOG_EXPORTER_PIPE"] = path
+	return map[string]string{"LOG_EXPORTER_PIPE": path, "LOG_EXPORTER_METRICS_ADDR": "127.0.0.1:0"}
+}
+
+// socketDir is a short folder: a socket's path may not exceed 107 bytes.
+func socketDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "logexp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// stop ends the exporter cleanly (startExporter's cleanup then finds it stopped).
+func (e *testExporter) stop(t *testing.T) {
+	t.Helper()
+	e.cancel()
+	if err := <-e.done; err != nil {
+		t.Fatal(err)
+	}
+	e.done <- nil
+}
+
+// asGroup asks for the group nobody's (65534) where the test may chown (root).
+func asGroup(env map[string]string) map[string]string {
+	if os.Geteuid() == 0 {
+		env["LOG_EXPORTER_SOCKET_GID"] = "65534"
+	}
 	return env
+}
+
+// checkShared: path is a file of type typ (a socket, a FIFO), 0660 (the owner
+// and nginx's group write, others nothing), in the group asGroup asked for.
+func checkShared(t *testing.T, path string, typ os.FileMode) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&typ == 0 || fi.Mode().Perm() != 0o660 {
+		t.Errorf("%s: mode %v, want type %v and 0660", path, fi.Mode(), typ)
+	}
+	if gid := fi.Sys().(*syscall.Stat_t).Gid; os.Geteuid() == 0 && gid != 65534 {
+		t.Errorf("%s: group %d, want LOG_EXPORTER_SOCKET_GID 65534", path, gid)
+	}
 }
 
 // openWriter opens the pipe as nginx does its access log.

@@ -23,8 +23,6 @@ const (
 	maxDatagram = 64 << 10
 	// udpReadBuffer is asked for so bursts are queued, not dropped; the kernel
 	// caps it at net.core.rmem_max (the startup line shows what was granted).
-	// A Unix datagram socket queues by count instead: net.unix.max_dgram_qlen
-	// (compose raises it in the exporter's network namespace).
 	udpReadBuffer = 4 << 20
 	// pipeSize is asked for the pipe: nginx's 64 KiB writes queue there while
 	// lines are parsed (an exporter that stalls longer blocks nginx's writes).
@@ -39,28 +37,35 @@ const (
 	shutdownTimeout   = 5 * time.Second
 )
 
-// serve receives nginx's access log (syslog datagrams, and the pipe if one is
-// set) and serves /metrics and /healthz until ctx is cancelled. It returns nil
-// after a clean stop.
+// serve reads nginx's access log from the inputs cfg sets (the pipe, the
+// syslog socket, or both) and serves /metrics and /healthz until ctx is
+// cancelled. It returns nil after a clean stop.
 func serve(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
-	conn, err := listenSyslog(cfg)
-	if err != nil {
-		return fmt.Errorf("LOG_EXPORTER_SYSLOG_ADDR %s: %w", cfg.SyslogAddr, err)
+	var closers []io.Closer
+	closeAll := func() error {
+		for _, c := range closers {
+			_ = c.Close()
+		}
+		return nil
 	}
-	if path, ok := socketPath(cfg.SyslogAddr); ok {
-		defer os.Remove(path) // after the close below: nginx then drops lines, it does not block
-	}
-	if err := conn.SetReadBuffer(udpReadBuffer); err != nil {
-		fmt.Fprintf(stderr, "nginx-log-exporter: setting the read buffer to %d bytes: %v\n", udpReadBuffer, err)
-	}
-	closeAll := func() error { return conn.Close() }
 	var pipe *os.File
+	var conn *net.UDPConn
+	var err error
 	if cfg.Pipe != "" {
 		if pipe, err = openPipe(cfg); err != nil {
-			_ = conn.Close()
 			return fmt.Errorf("LOG_EXPORTER_PIPE %s: %w", cfg.Pipe, err)
 		}
-		closeAll = func() error { _ = pipe.Close(); return conn.Close() }
+		closers = append(closers, pipe)
+	}
+	if cfg.SyslogAddr != "" {
+		if conn, err = listenSyslog(cfg.SyslogAddr); err != nil {
+			_ = closeAll()
+			return fmt.Errorf("LOG_EXPORTER_SYSLOG_ADDR %s: %w", cfg.SyslogAddr, err)
+		}
+		closers = append(closers, conn)
+		if err := conn.SetReadBuffer(udpReadBuffer); err != nil {
+			fmt.Fprintf(stderr, "nginx-log-exporter: setting the read buffer to %d bytes: %v\n", udpReadBuffer, err)
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
@@ -78,27 +83,32 @@ func serve(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		ErrorLog:          log.New(stderr, "nginx-log-exporter: http: ", 0),
 	}
 
-	rcvbuf := "unknown"
-	if n, err := socketReadBuffer(conn); err == nil {
-		rcvbuf = fmt.Sprint(n)
+	syslog := "off"
+	if conn != nil {
+		syslog = fmt.Sprintf("udp:%s rcvbuf=unknown", conn.LocalAddr())
+		if n, err := socketReadBuffer(conn); err == nil {
+			syslog = fmt.Sprintf("udp:%s rcvbuf=%d", conn.LocalAddr(), n)
+		}
 	}
-	piped := ""
+	piped := "off"
 	if pipe != nil {
-		piped = " pipe=" + cfg.Pipe
+		piped = cfg.Pipe
 		if n, err := growPipe(pipe, pipeSize); err == nil {
 			piped += fmt.Sprintf(" pipe_size=%d", n)
 		} else {
 			fmt.Fprintf(stderr, "nginx-log-exporter: growing the pipe to %d bytes: %v\n", pipeSize, err)
 		}
 	}
-	fmt.Fprintf(stdout, "nginx-log-exporter: listening syslog=%s:%s metrics=http:%s rcvbuf=%s%s\n",
-		conn.LocalAddr().Network(), conn.LocalAddr(), ln.Addr(), rcvbuf, piped)
+	fmt.Fprintf(stdout, "nginx-log-exporter: listening metrics=http:%s syslog=%s pipe=%s\n", ln.Addr(), syslog, piped)
 
 	in := &lines{m: m, stderr: stderr}
-	readers := 1
+	readers := 0
 	readerDone := make(chan error, 2)
 	serveDone := make(chan error, 1)
-	go func() { readerDone <- readLoop(conn, in) }()
+	if conn != nil {
+		readers++
+		go func() { readerDone <- readLoop(conn, in) }()
+	}
 	if pipe != nil {
 		readers++
 		go func() { readerDone <- readPipe(pipe, in) }()
@@ -165,52 +175,18 @@ func newHandler(m *Metrics) http.Handler {
 	return mux
 }
 
-// syslogConn is what the exporter needs of its socket, UDP or Unix datagram.
-type syslogConn interface {
-	net.Conn
-	SetReadBuffer(int) error
-	SyscallConn() (syscall.RawConn, error)
-}
-
-// listenSyslog opens the datagram socket nginx logs to. A Unix socket left by
-// an earlier run (a crash) is replaced; any other file at its path is an error.
-// The socket's mode lets its owner and group (nginx's) send, others nothing:
-// connect(2) needs write permission on it.
-func listenSyslog(cfg Config) (syslogConn, error) {
-	path, ok := socketPath(cfg.SyslogAddr)
-	if !ok {
-		pc, err := net.ListenPacket("udp", cfg.SyslogAddr)
-		if err != nil {
-			return nil, err
-		}
-		return pc.(*net.UDPConn), nil
-	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s exists and is not a socket: not removing it", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("removing the stale socket: %w", err)
-		}
-	}
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+// listenSyslog opens the UDP socket nginx sends its syslog lines to.
+func listenSyslog(addr string) (*net.UDPConn, error) {
+	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		return nil, err
 	}
-	err = os.Chmod(path, 0o660)
-	if err == nil && cfg.SocketGID >= 0 {
-		err = os.Chown(path, -1, cfg.SocketGID)
-	}
-	if err != nil {
-		_ = conn.Close()
-		_ = os.Remove(path)
-		return nil, fmt.Errorf("the socket's mode and group: %w", err)
-	}
-	return conn, nil
+	return pc.(*net.UDPConn), nil
 }
 
-// lines turns each access-log line into metrics. Both inputs (the syslog
-// socket and the pipe) share it, one line at a time.
+// lines turns each access-log line into metrics. Both inputs (the pipe and
+// the syslog socket) share it, one line at a time: the lock keeps the parse
+// buffer and the malformed-line flag to one reader.
 type lines struct {
 	mu              sync.Mutex
 	m               *Metrics

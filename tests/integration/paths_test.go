@@ -128,7 +128,7 @@ func startStackWith(t *testing.T, o options) stack {
 	}
 	const composeLogDir = "/log/" // compose.yaml's log volume in nginx-log-exporter
 	logEnv := append(os.Environ(),
-		"LOG_EXPORTER_SYSLOG_ADDR=unix:"+filepath.Join(logDir, "syslog.sock"),
+		"LOG_EXPORTER_SYSLOG_ADDR="+lab.Env(t)["LOG_EXPORTER_SYSLOG_ADDR"],
 		"LOG_EXPORTER_PIPE="+filepath.Join(logDir, "access.pipe"),
 		"LOG_EXPORTER_SOCKET_GID="+socketGID,
 		fmt.Sprintf("LOG_EXPORTER_METRICS_ADDR=127.0.0.1:%d", logMetricsPort),
