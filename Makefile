@@ -53,8 +53,8 @@ up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset
 	scripts/doctor.sh --cadvisor-check || $(COMPOSE) rm -fsv cadvisor >/dev/null 2>&1 || true
 	@echo
 	@echo "uds-lab is up:"
-	@echo "  nginx paths  http://127.0.0.1:$(call env,NGINX_PORT)/{tcp,uds,tcp-ka,uds-ka}/ping"
-	@echo "  nginx-lo     /{tcp-lo,tcp-lo-ka,uds-lo,uds-lo-ka}/ping, inside the lab only:"
+	@echo "  nginx        http://127.0.0.1:$(call env,NGINX_PORT)/<path>/ping for its paths in catalogue.json"
+	@echo "  nginx-lo     its paths inside the lab only, e.g."
 	@echo "               $(COMPOSE) exec nginx curl -s http://app:8090/tcp-lo/ping"
 	@echo "  Grafana      http://127.0.0.1:$(call env,GRAFANA_PORT)/  (anonymous viewer; admin password in .env)"
 	@echo "  Prometheus   http://127.0.0.1:$(call env,PROMETHEUS_PORT)/"
@@ -66,8 +66,12 @@ define snapshot
 	@mkdir -p results/$(TESTID)
 	@$(COMPOSE) --profile load config --format json $$($(COMPOSE) --profile load config --services | grep -vx grafana) \
 		> results/$(TESTID)/compose.json
-	@echo $(TESTID) > results/last
 endef
+
+# results/last names a run only once its generator wrote load.json (a run
+# with failed thresholds too, which the report explains), so that a run that
+# failed to start leaves `make report` on the last good one.
+loaded = if [ -f results/$(TESTID)/load.json ]; then echo $(TESTID) > results/last; fi
 
 # K6_CPUS, K6_MEMORY and K6_CPUSET were renamed LOADGEN_* (they govern wrk as
 # well as k6): a value left under an old name stops the run, naming the new one,
@@ -97,19 +101,21 @@ load: loadgen-settings ## Drive each path in turn through nginx at a fixed rate 
 	$(call k6_plan,rate)
 	$(snapshot)
 	@echo "k6 run testid=$(TESTID)"
-	TESTID=$(TESTID) $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6
+	rc=0; TESTID=$(TESTID) $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6 || rc=$$?; \
+	$(loaded); exit $$rc
 
 .PHONY: max
 max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6 or wrk, CONNECTIONS, DURATION, ROUNDS, PATHS, SEED)
 	@if [ "$(call env,GENERATOR)" = k6 ]; then $(MAKE) k6-plan-max TESTID=$(TESTID); fi
 	$(snapshot)
 	@echo "$(call env,GENERATOR) run testid=$(TESTID), max throughput"
-	@if [ "$(call env,GENERATOR)" = wrk ]; then \
+	@rc=0; if [ "$(call env,GENERATOR)" = wrk ]; then \
 		$(COMPOSE) --profile load build wrk >/dev/null \
-		&& TESTID=$(TESTID) $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" wrk; \
+		&& TESTID=$(TESTID) $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" wrk || rc=$$?; \
 	elif [ "$(call env,GENERATOR)" = k6 ]; then \
-		TESTID=$(TESTID) $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6; \
-	else echo "GENERATOR=$(call env,GENERATOR): must be k6 or wrk" >&2; exit 2; fi
+		TESTID=$(TESTID) $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6 || rc=$$?; \
+	else echo "GENERATOR=$(call env,GENERATOR): must be k6 or wrk" >&2; exit 2; fi; \
+	$(loaded); exit $$rc
 
 .PHONY: k6-plan-max
 k6-plan-max:
@@ -188,7 +194,7 @@ e2e: ## The real stack under a Docker engine with locally built stand-in images 
 
 .PHONY: dashboards
 dashboards: ## Regenerate grafana/dashboards/*.json from grafana/dashboards.py
-	python3 grafana/dashboards.py
+	PYTHONPATH=. python3 grafana/dashboards.py
 
 .PHONY: help
 help: ## Show this help

@@ -3,19 +3,20 @@
 file provisioning rejects the v2 schema), built from a few panel helpers
 instead of hand-copied panel blocks.
 
-    python3 grafana/dashboards.py          # write the files
-    python3 grafana/dashboards.py --check  # fail if the files are not up to date
+    make dashboards                                       # write the files
+    PYTHONPATH=. python3 grafana/dashboards.py --check    # fail if they are not up to date
+
+It imports the report package (the repository's root on PYTHONPATH, as make
+sets it): the catalogue, the path colours and the PromQL selectors are the
+report's too.
 """
 import json
 import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-# The catalogue, the path colours and the PromQL selectors the report uses too.
-sys.path.insert(0, str(ROOT))
-from report.lab import APP, BASELINE, CATALOGUE, GENERATORS, LOAD, PATH_COLOURS  # noqa: E402
-from report.lab import service as svc  # noqa: E402
+from report.lab import APP, BASELINE, CATALOGUE, GENERATORS, LOAD, PATH_COLOURS
+from report.lab import service as svc
 
 OUT = Path(__file__).resolve().parent / "dashboards"
 # The uid provisioned in grafana/provisioning/datasources/prometheus.yaml.
@@ -261,7 +262,7 @@ def paths_dashboard():
     per_req = f"sum(rate(app_http_requests_total{{{LOAD}}}[$__rate_interval]))"
     # Requests either nginx handled on the lab's paths (both log to nginx-log-exporter).
     nginx_req = 'sum(rate(nginx_location_requests_total{path!="other"}[$__rate_interval]))'
-    nginx_svcs = 'container_label_com_docker_compose_service=~"nginx|nginx-lo"'
+    nginx_svcs = f'container_label_com_docker_compose_service=~"{"|".join(CATALOGUE["nginx"])}"'
     panels = [
         text(
             "How to read this dashboard",
@@ -663,7 +664,7 @@ def main(argv):
             OUT.mkdir(exist_ok=True)
             path.write_text(want)
     if stale:
-        print("out of date (run: python3 grafana/dashboards.py):", *stale, file=sys.stderr)
+        print("out of date (run: make dashboards):", *stale, file=sys.stderr)
         return 1
     return 0
 

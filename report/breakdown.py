@@ -3,7 +3,7 @@ figure minus another's round by round (less two more, for a difference in
 differences), and the answer in plain words: the terms the catalogue marks
 `answer`, judged together (Holm), with the controls beside them."""
 from report.lab import TERMS
-from report.stats import diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, significant
+from report.stats import ALPHA, diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, significant
 from report.values import generator, is_max
 
 # The figures a term is given in: (key in METRICS, label, scale to the unit, unit).
@@ -45,6 +45,12 @@ def term_stats(term, rounds, figure, scale, resolution=None):
     return diff_stats(get(a), get(b), scale, resolution, [get(p) for p in less] if less else None)
 
 
+def figures_for(settings):
+    """The breakdown's figures in a mode: flat out (max), a path's latency is
+    mostly its queue at the limit, not a cost, so only the costs per request."""
+    return [f for f in TERM_FIGURES if f[0] != "client_p50_ms"] if is_max(settings) else TERM_FIGURES
+
+
 def breakdown(phases, workload, figures=TERM_FIGURES):
     """Every term whose paths were measured: its difference per figure."""
     rounds = by_round(phases, workload)
@@ -56,7 +62,15 @@ def breakdown(phases, workload, figures=TERM_FIGURES):
                              "less": t.get("less"), "control": bool(t.get("control")), "figures": {
                 f: term_stats(t, rounds, f, scale, resolution_of(phases, workload, paths, f))
                 for f, _, scale, _ in figures}}
+    # The answer's comparisons are judged together, in the answer and in the table alike.
+    holm([out[t["key"]]["figures"].get("client_p50_ms") for t in TERMS if t.get("answer") and t["key"] in out])
     return out
+
+
+def lost_to_holm(d):
+    """A difference whose own interval excludes zero but that Holm's correction
+    over the answer's comparisons does not call measurable."""
+    return d.get("p_holm") is not None and d["p"] < ALPHA <= d["p_holm"]
 
 
 def fmt_diff(d, unit="µs", share=True):
@@ -69,6 +83,8 @@ def fmt_diff(d, unit="µs", share=True):
     if d["rounds"] < 2:
         return f"{d['mean']:,.1f}{u} (1 round: no interval, no verdict)"
     ci = fmt_interval(d, unit)
+    if lost_to_holm(d):
+        return f"no measurable difference once the answer's comparisons are judged together ({ci} alone)"
     if significant(d) and not measurable(d):
         return f"below the counter's resolution ({d['resolution']:,.1f}{u}; {ci})"
     if not measurable(d):
@@ -78,11 +94,8 @@ def fmt_diff(d, unit="µs", share=True):
 
 
 def answer_terms(terms):
-    """The answer's terms of a breakdown, by connection handling, with Holm's
-    correction applied over all of them together (client p50)."""
-    chosen = [t for t in TERMS if t.get("answer") and t["key"] in terms]
-    holm([terms[t["key"]]["figures"]["client_p50_ms"] for t in chosen])
-    return chosen
+    """The answer's terms of a breakdown (breakdown() judged them together, Holm)."""
+    return [t for t in TERMS if t.get("answer") and t["key"] in terms]
 
 
 def control_note(terms, figure="client_p50_ms", unit="µs", decimals=0, fmt=None):
@@ -95,11 +108,11 @@ def control_note(terms, figure="client_p50_ms", unit="µs", decimals=0, fmt=None
         if d is None:
             continue
         if d["rounds"] >= 2 and measurable(d):
-            out.append(f"**the control failed**: {t['label']} came out at {d['mean']:,.{decimals}f} {unit} "
+            out.append(f"**the control failed**: {t['label'].removeprefix('control: ')} came out at {d['mean']:,.{decimals}f} {unit} "
                        f"({fmt_interval(d, unit, decimals)}): the two nginx differ, so the comparisons across "
                        "them (the bridge) carry that difference; the same-nginx pairs do not")
         else:
-            out.append(f"control held: {t['label']}, {fmt_diff(d, unit, share=False)}")
+            out.append(f"control held: {t['label'].removeprefix('control: ')}, {fmt_diff(d, unit, share=False)}")
     return out
 
 
@@ -123,6 +136,9 @@ def answer(w, phases, settings):
             return (f"against {t['against']} ({pair}) differed by {d['mean']:,.0f} µs in its 1 round: "
                     "no interval, no verdict (ROUNDS >= 2 gives one)")
         ci = fmt_interval(d, "µs", 0)
+        if lost_to_holm(d):
+            return (f"made no measurable difference against {t['against']} once the comparisons are judged "
+                    f"together ({pair}: {ci} alone)")
         if not measurable(d):
             return f"made no measurable difference against {t['against']} ({pair}: {ci})"
         verb = "saved" if d["mean"] > 0 else "cost"
@@ -142,8 +158,9 @@ def answer(w, phases, settings):
                "uds-lo): no answer to give.")
         return out + "".join(f" {n[0].upper()}{n[1:]}." for n in notes)
     out = f"**`{w}`** (`{route}`), {at}, client median: " + " ".join(sentences)
-    out += (f" Each interval is a 95% paired t-interval over rounds; the {len(chosen)} comparisons are judged "
-            "together (Holm's correction).")
+    judged = (f"the {len(chosen)} comparisons are judged together (Holm's correction)" if len(chosen) > 1
+              else "one comparison, judged on its own")
+    out += f" Each interval is a 95% paired t-interval over rounds; {judged}."
     if notes:
         out += " " + "; ".join(n[0].upper() + n[1:] for n in notes) + "."
     return out

@@ -50,9 +50,19 @@ def read_load(path, schema_path=LOAD_SCHEMA):
     return load
 
 
+def runs_with_load(results_dir):
+    """The runs under results_dir that have a load.json, newest name last."""
+    return sorted(p.parent.name for p in Path(results_dir).glob("*/load.json"))
+
+
 def run(run_id, prometheus_url, results_dir, query=None):
     """Reads the inputs, builds the report, writes report.md, report.json and charts; returns the report."""
     run_dir = Path(results_dir) / run_id
+    if not (run_dir / "load.json").is_file():
+        have = runs_with_load(results_dir)
+        listed = f"the runs there: {', '.join(have[-10:])}" if have else "there are none: run `make load` first"
+        raise ReportError(f"{run_dir / 'load.json'} not found: make report RUN=<testid> with a run that finished; "
+                          f"{listed}")
     k6 = read_load(run_dir / "load.json")
     compose = read_json(run_dir / "compose.json", required=False)
     query = query or prometheus_client(prometheus_url)

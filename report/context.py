@@ -2,7 +2,7 @@
 which puts every part together into what report.json holds."""
 from datetime import datetime, timezone
 
-from report.breakdown import answer, breakdown
+from report.breakdown import answer, breakdown, figures_for
 from report.queries import idle_baseline, phase_figures_with, server_queries
 from report.stats import aggregate, common_reason
 from report.values import generator, headline, is_max, labels, number, scalar
@@ -54,7 +54,7 @@ def build_report(k6, compose, query, prometheus_url=None):
     phases = phase_figures_with(k6, query, baseline)
     workloads = aggregate(phases, settings)
     for w, wl in workloads.items():
-        wl["breakdown"] = breakdown(phases, w)
+        wl["breakdown"] = breakdown(phases, w, figures_for(settings))
         wl["answer"] = answer(w, phases, settings)
     k6_cpus = number(comp["limits"][gen]["cpus"])
     warnings = []
@@ -72,7 +72,8 @@ def build_report(k6, compose, query, prometheus_url=None):
         warnings.append(warning(
             "generator_cpu_unknown",
             f"{gen}'s CPU is unknown ({why}): nothing rules out that {gen}, not the paths, set these "
-            f"limits; compare with GENERATOR=wrk or loadgen/bench_wrk.py", [p["name"] for p in phases]))
+            f"limits; {'compare with GENERATOR=wrk or ' if gen != 'wrk' else 'check with '}loadgen/bench_wrk.py",
+            [p["name"] for p in phases]))
     # A target rate exists only in rate mode; in max mode the generator sets the pace.
     warnings += phase_warnings(phases, None if is_max(settings) else settings.get("rate"), k6_cpus, gen)
     warnings += ratio_warnings(workloads, settings)

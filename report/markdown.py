@@ -1,5 +1,5 @@
 """report.md (pure rendering)."""
-from report.breakdown import TERM_FIGURES, fmt_diff
+from report.breakdown import fmt_diff, figures_for
 from report.stats import CONFIDENCE
 from report.values import METRICS, generator, headline, is_max, number
 from report.warnings import MAX_DROPPED_SHARE, MAX_K6_CPU_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, SAME_CEILING
@@ -29,15 +29,16 @@ def fmt_ratio(r):
     return f"{r['mean']:.2f}x ({r['lo']:.2f}-{r['hi']:.2f})"
 
 
-def errors_cell(entry):
+def errors_cell(entry, gen="k6"):
+    """The path's errors, named by who saw them: the load generator (k6 or wrk) and nginx."""
     failed = entry["max"]["failed_rate"] or 0
     five = entry["max"]["nginx_5xx"]
     parts = []
     if failed > 0:
-        parts.append(f"k6 failed up to {failed:.2%}")
+        parts.append(f"{gen} failed up to {failed:.2%}")
     if five:
         parts.append(f"nginx 5xx up to {five:.0f}/round")
-    return ", ".join(parts) if parts else ("none" if five is not None else "none (k6); nginx n/a")
+    return ", ".join(parts) if parts else ("none" if five is not None else f"none ({gen}); nginx n/a")
 
 
 def machine_block(rep):
@@ -103,7 +104,7 @@ def workload_section(w, wl, charts, settings=None):
             f"{fmt(m['client_p99_ms'], 3)} | {fmt(m['app_p50_ms'], 3)} | {fmt(m['app_p99_ms'], 3)} | "
             f"{fmt(m['nginx_connect_ms'], 3)} | {fmt(m['app_cpu_us_per_req'], 1)} | "
             f"{na_cell(e, 'app_ctx_switches_per_req', 2)} | {nginx_cpu} | "
-            f"{na_cell(e, 'host_ctx_switches_per_req', 2)} | {errors_cell(e)} |"
+            f"{na_cell(e, 'host_ctx_switches_per_req', 2)} | {errors_cell(e, generator(settings))} |"
         )
     lines.append("")
     if not wl["tcp_measured"]:
@@ -127,27 +128,30 @@ def workload_section(w, wl, charts, settings=None):
                 f"{fmt_ratio(r['nginx_cpu_us_per_req'])} | {fmt_ratio(r['host_ctx_switches_per_req'])} | {e['verdict']} |"
             )
         lines.append("")
-    lines += breakdown_table(wl.get("breakdown") or {})
+    lines += breakdown_table(wl.get("breakdown") or {}, settings)
     for c in charts:
         if c["workload"] == w:
             lines += [f"![{c['title']}]({c['file']})", ""]
     return lines
 
 
-def breakdown_table(terms):
+def breakdown_table(terms, settings=None):
     """Where the time goes: each term's difference, per figure, in its unit."""
     if not terms:
         return []
+    figures = figures_for(settings or {})
     lines = [
         "Where the time goes: one path minus another, round by round (less two more, where a term says so); mean "
         f"({CONFIDENCE:.0%} paired t-interval over rounds, share of the first path's figure). An interval that "
-        "includes 0 is no measurable difference, and so is one below the resolution of the counter it was read from.",
+        "includes 0 is no measurable difference, and so is one below the resolution of the counter it was read from."
+        + (" Flat out, a path's latency is mostly its queue at the limit, not a cost: the terms are in CPU and "
+           "context switches per request only." if is_max(settings or {}) else ""),
         "",
-        "| term | paths | " + " | ".join(f"{label} ({unit})" if unit else label for _, label, _, unit in TERM_FIGURES) + " |",
-        "| --- | --- |" + " --- |" * len(TERM_FIGURES),
+        "| term | paths | " + " | ".join(f"{label} ({unit})" if unit else label for _, label, _, unit in figures) + " |",
+        "| --- | --- |" + " --- |" * len(figures),
     ]
     for t in terms.values():
-        cells = " | ".join(fmt_diff(t["figures"].get(f), unit) for f, _, _, unit in TERM_FIGURES)
+        cells = " | ".join(fmt_diff(t["figures"].get(f), unit) for f, _, _, unit in figures)
         less = f" − ({t['less'][0]} − {t['less'][1]})" if t.get("less") else ""
         lines.append(f"| {t['label']} | {t['minuend']} − {t['subtrahend']}{less} | {cells} |")
     return lines + [""]
@@ -161,8 +165,9 @@ def render_markdown(rep):
         "These figures hold for this machine, these limits and these settings only. "
         + ("In max mode each path ran flat out: requests/s is its limit, unless a warning says the load generator "
         "was. " if is_max(rep["settings"]) else "Every phase ran at the same fixed rate. ")
-        + f"Client figures are {rep['generator']}'s own statistics per phase; server figures come from Prometheus over each phase's window (scraped every few "
-        "seconds, so they are estimates, `increase()` extrapolated to the window).",
+        + f"Client figures are {rep['generator']}'s own statistics per phase; server figures come from Prometheus over each phase's window (the app "
+        "and nginx-log-exporter scraped every second, the rest every 5 s or so, so they are estimates, `increase()` extrapolated to the "
+        "window).",
         "",
         "## Machine, versions, settings",
         "",

@@ -342,6 +342,17 @@ def test_errors_from_k6_and_nginx():
     assert "nginx 5xx up to 7/round" in md
 
 
+def test_a_wrk_runs_errors_are_named_wrks():
+    k6 = make_k6(paths=("tcp", "uds"), client=lambda p, r: {"failed_rate": 0.02} if (p, r) == ("uds", 1) else {})
+    k6["settings"].update(mode="max", generator="wrk", threads=1)
+    del k6["settings"]["rate"]
+    rep = build(k6)
+    md = markdown.render_markdown(rep)
+    assert "wrk failed up to 2.00%" in md and "k6 failed" not in md
+    (err,) = [w for w in rep["warnings"] if w["kind"] == "errors"]
+    assert "wrk failed 2.00%" in err["message"]
+
+
 def test_spread_straddling_one():
     p50 = {"tcp": [1.0, 1.0, 1.0], "uds": [0.9, 1.05, 0.95]}
     k6 = make_k6(paths=("tcp", "uds"), client=lambda p, r: {"duration_ms": {"p50": p50[p][r - 1]}} if r else {})
@@ -586,6 +597,14 @@ def test_missing_k6_json_exits_2(tmp_path):
     res = run_script("--run", "nope", "--prometheus", "http://127.0.0.1:1", "--results", str(tmp_path))
     assert res.returncode == 2
     assert str(tmp_path / "nope" / "load.json") in res.stderr
+    assert "make report RUN=<testid>" in res.stderr and "--run" not in res.stderr.split("not found")[1]
+    assert "there are none: run `make load` first" in res.stderr
+    for run_id in ("r1", "r2"):
+        (tmp_path / run_id).mkdir()
+        (tmp_path / run_id / "load.json").write_text("{}")
+    (tmp_path / "failed").mkdir()  # a run that wrote no load.json is not offered
+    res = run_script("--run", "nope", "--prometheus", "http://127.0.0.1:1", "--results", str(tmp_path))
+    assert res.returncode == 2 and "the runs there: r1, r2\n" in res.stderr
 
 
 def test_prometheus_client(prometheus):
@@ -679,7 +698,7 @@ def test_answer_compares_paths_through_the_same_nginx():
 def test_a_failed_control_is_said_next_to_the_answer():
     p50 = {**EIGHT, "uds-lo": [0.60, 0.64, 0.61]}  # nginx-lo 50-60 µs slower than nginx on the same socket
     text = build(p50_run(p50))["workloads"]["ping"]["answer"]
-    assert "**the control failed**: control: nginx against nginx-lo, socket, new connections came out at -53 µs" in text
+    assert "**the control failed**: nginx against nginx-lo, socket, new connections came out at -53 µs" in text
 
 
 def test_an_aa_run_says_whether_the_path_differs_from_itself():
@@ -689,6 +708,20 @@ def test_an_aa_run_says_whether_the_path_differs_from_itself():
            "no measurable difference (95% CI" in text
     differs = build(p50_run({"uds": [0.50, 0.52, 0.49, 0.51], "uds-aa": [0.60, 0.62, 0.60, 0.61]}, rounds=4))
     assert "**the control failed**: A/A" in differs["workloads"]["ping"]["answer"]
+
+
+def test_a_difference_holm_does_not_call_measurable_says_so_in_the_answer_and_the_table():
+    """tcp-ka - uds-ka = 60, 130, 95, 40 µs: its own interval excludes 0 (p about 0.03),
+    but not once the answer's four comparisons are judged together."""
+    p50 = {k: v + [v[0]] for k, v in EIGHT.items()}
+    p50["uds-ka"] = [0.54, 0.49, 0.515, 0.57]
+    rep = build(p50_run(p50, rounds=4))
+    d = rep["workloads"]["ping"]["breakdown"]["socket_bridge_pooled"]["figures"]["client_p50_ms"]
+    assert d["p"] < 0.05 <= d["p_holm"] and not stats.measurable(d)
+    assert ("made no measurable difference against TCP across the Docker bridge once the comparisons "
+            "are judged together (`uds-ka` against `tcp-ka`: 95% CI") in rep["workloads"]["ping"]["answer"]
+    assert "no measurable difference once the answer's comparisons are judged together (95% CI" in \
+        markdown.render_markdown(rep)
 
 
 def test_one_round_answer_gives_no_verdict():
@@ -709,6 +742,16 @@ def test_max_answer_is_throughput():
     rep = build(max_k6(lambda p: {"tcp": 8000, "uds": 16000, "tcp-ka": 25000, "uds-ka": 30000}[p]))
     text = rep["workloads"]["ping"]["answer"]
     assert "uds carried 2.00x the requests/s of tcp" in text and "uds-ka carried 1.20x the requests/s of tcp-ka" in text
+
+
+def test_max_mode_breaks_down_costs_not_queueing():
+    """Flat out, client latency is the queue at the limit: the breakdown gives
+    costs per request only, and says why."""
+    rep = build(max_k6(lambda p: {"tcp": 8000, "uds": 16000, "tcp-ka": 25000, "uds-ka": 30000}[p]))
+    term = rep["workloads"]["ping"]["breakdown"]["tcp_connect"]
+    assert "client_p50_ms" not in term["figures"] and "app_cpu_us_per_req" in term["figures"]
+    md = markdown.render_markdown(rep)
+    assert "client p50 latency (µs)" not in md and "mostly its queue at the limit" in md
 
 
 def test_each_path_is_costed_on_its_own_nginx():

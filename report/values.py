@@ -9,7 +9,7 @@ METRICS = {
     "client_p50_ms": ("client p50", "ms", 3),
     "client_p95_ms": ("client p95", "ms", 3),
     "client_p99_ms": ("client p99", "ms", 3),
-    "failed_rate": ("k6 failed rate", "", 4),
+    "failed_rate": ("failed rate (load generator)", "", 4),
     "dropped_iterations": ("dropped iterations", "", 0),
     "app_p50_ms": ("app p50", "ms", 3),
     "app_p99_ms": ("app p99", "ms", 3),
@@ -21,7 +21,7 @@ METRICS = {
     "host_ctx_switches_per_req": ("host ctx switches/req above idle", "", 2),
     "nginx_connect_ms": ("nginx upstream connect", "ms", 3),
     "nginx_5xx": ("nginx 5xx", "", 0),
-    "k6_cpu_cores": ("k6 CPU", "cores", 2),
+    "k6_cpu_cores": ("load generator CPU", "cores", 2),
 }
 # The ratios to tcp that decide what the run says: at a fixed rate, latency and
 # cost per request; in max mode, requests/s first. Context switches: the app's

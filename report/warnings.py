@@ -60,10 +60,10 @@ def saturation_reasons(fig, rate, k6_cpus, gen="k6"):
     return reasons
 
 
-def error_reasons(fig):
+def error_reasons(fig, gen="k6"):
     reasons = []
     if (fig.get("failed_rate") or 0) > 0:
-        reasons.append(f"k6 failed {fig['failed_rate']:.2%}")
+        reasons.append(f"{gen} failed {fig['failed_rate']:.2%}")
     if (fig.get("nginx_5xx") or 0) > 0:
         reasons.append(f"nginx 5xx {fig['nginx_5xx']:.0f}")
     return reasons
@@ -78,7 +78,7 @@ def phase_warnings(phases, rate, k6_cpus, gen="k6"):
     for (w, path), ps in groups.items():
         for kind, reasons_of, message in (
             ("saturated", lambda f: saturation_reasons(f, rate, k6_cpus, gen), f"{gen} was the limit: figures describe {gen}, not the path"),
-            ("errors", error_reasons, "errors: this path's figures are not comparable"),
+            ("errors", lambda f: error_reasons(f, gen), "errors: this path's figures are not comparable"),
         ):
             hit = [(p["name"], reasons_of(p["figures"])) for p in ps]
             hit = [(n, r) for n, r in hit if r]
@@ -89,7 +89,7 @@ def phase_warnings(phases, rate, k6_cpus, gen="k6"):
 
 
 def ratio_warnings(workloads, settings):
-    """tcp missing, a single round, and headline ratios whose spread says nothing."""
+    """tcp missing, a single round, and headline ratios whose interval includes 1."""
     out = []
     single = (settings.get("rounds") or 0) == 1
     gen = generator(settings)

@@ -1,6 +1,6 @@
 <?php
 // uds-lab's routes for PHP-FPM: one front controller behind nginx's
-// fastcgi_pass. nginx strips the lab's path prefix (/tcp/, /uds-ka/, ...) into
+// fastcgi_pass. nginx strips the lab's path prefix (/tcp/, /uds/, ...) into
 // PATH_INFO. Same routes, limits and JSON errors as the Go app
 // (services/app/routes.go); the download routes are left out.
 declare(strict_types=1);

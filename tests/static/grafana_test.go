@@ -281,7 +281,9 @@ func TestGrafanaWiring(t *testing.T) {
 
 // The dashboard JSON is what grafana/dashboards.py writes.
 func TestDashboardsGenerated(t *testing.T) {
-	out, err := exec.Command("python3", lab.Path(t, "grafana", "dashboards.py"), "--check").CombinedOutput()
+	cmd := exec.Command("python3", lab.Path(t, "grafana", "dashboards.py"), "--check")
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+lab.Root(t)) // the report package, as make dashboards sets it
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

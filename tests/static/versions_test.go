@@ -88,10 +88,11 @@ func TestGoVersionOnce(t *testing.T) {
 	}
 }
 
-// The README's configuration table lists what .env (or compose.yaml, for
-// what .env leaves unset) sets; make's own variables are documented apart.
+// The configuration table (docs/configuration.md) lists what .env (or
+// compose.yaml, for what .env leaves unset) sets; make's own variables are
+// documented apart.
 func TestReadmeConfigurationIsEnv(t *testing.T) {
-	b, err := os.ReadFile(lab.Path(t, "README.md"))
+	b, err := os.ReadFile(lab.Path(t, "docs", "configuration.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +111,11 @@ func TestReadmeConfigurationIsEnv(t *testing.T) {
 				continue
 			}
 			if _, ok := env[name[1]]; !ok && !strings.Contains(string(compose), "${"+name[1]) {
-				t.Errorf("README.md, Configuration: %s is neither set in .env nor read by compose.yaml", name[1])
+				t.Errorf("docs/configuration.md: %s is neither set in .env nor read by compose.yaml", name[1])
 			}
 		}
 	}
 	if rows == 0 {
-		t.Error("README.md: no configuration table under ## Configuration")
+		t.Error("docs/configuration.md: no configuration table under ## Configuration")
 	}
 }
