@@ -128,7 +128,7 @@ overhead: ## What observing costs each path: the full lab against nginx + app al
 
 # One make up, load and report per stack, then one comparison (loadgen/compare.sh).
 .PHONY: compare
-compare: loadgen-settings ## The same load on each stack in turn, and what the socket saves on each side by side (STACKS=go,php-fpm,gunicorn,node; SCENARIO, RATE, PATHS, ...)
+compare: loadgen-settings ## The same load on each stack in turn, and what the socket saves on each side by side (STACKS=go,php-fpm,... default all; SCENARIO, RATE, PATHS, ...)
 	COMPOSE="$(COMPOSE)" MAKE="$(MAKE)" TESTID=compare-$(TESTID) loadgen/compare.sh
 
 .PHONY: report

@@ -2,8 +2,8 @@
 # make compare: the same workloads on each stack in turn, then one comparison
 # of what the socket saves on each (report/compare.py).
 #
-# STACKS (comma list of catalogue.json's "stacks": go is the lab's app, the
-# others stacks/<name>/): for each, `make up` with its stacks/<name>/lab.env, `make
+# STACKS (comma list of catalogue.json's "stacks", default all: go is the lab's
+# app, the others stacks/<name>/): for each, `make up` with its stacks/<name>/lab.env, `make
 # load` with the same settings (SCENARIO, RATE, PATHS, ... from your shell or
 # make's command line, alike for every stack) and `make report`. A stack's image
 # is lab.env's APP_IMAGE, built from its folder if it is not there, or
@@ -15,7 +15,6 @@ cd "$(dirname "$0")/.."
 read -ra COMPOSE <<<"${COMPOSE:-docker compose}"
 MAKE=${MAKE:-make}
 TESTID=${TESTID:-compare-$(date +%Y%m%d-%H%M%S)}
-STACKS=${STACKS:-go,php-fpm,gunicorn,node}
 
 fail() { echo "make compare: $*" >&2; exit 2; }
 log() { printf '[compare %(%H:%M:%S)T] %s\n' -1 "$*"; }
@@ -23,7 +22,8 @@ log() { printf '[compare %(%H:%M:%S)T] %s\n' -1 "$*"; }
 [[ $TESTID =~ ^[A-Za-z0-9_.-]+$ ]] || fail "TESTID=$TESTID: use letters, digits, . _ -"
 # go is the lab's app; every other stack is a folder of stacks/ with its lab.env.
 known="go $(cd stacks && for d in */lab.env; do printf '%s ' "${d%/lab.env}"; done)"
-IFS=, read -ra stacks <<<"$STACKS"
+# Default: every stack there is.
+IFS=, read -ra stacks <<<"${STACKS:-$(tr ' ' , <<<"${known% }")}"
 [ "${#stacks[@]}" -ge 1 ] || fail "STACKS is empty"
 for s in "${stacks[@]}"; do
   case " $known " in *" $s "*) ;; *) fail "STACKS: unknown stack \"$s\" (known: ${known% })" ;; esac

@@ -3,11 +3,24 @@ played by stand-ins that record their command lines: the order of the runs,
 each stack's settings from its lab.env, the comparison's command, the lab
 given back to the Go app, and the refusals."""
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "loadgen" / "compare.sh"
+
+
+@pytest.fixture(autouse=True)
+def no_results_left():
+    """compare.sh logs each stack's start under results/<TESTID>/ of the
+    checkout: what a test run leaves there is removed."""
+    before = set((ROOT / "results").glob("*")) if (ROOT / "results").is_dir() else set()
+    yield
+    for p in set((ROOT / "results").glob("*")) - before if (ROOT / "results").is_dir() else ():
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
 
 
 def run(tmp_path, env, images=(), failing=""):
@@ -47,6 +60,17 @@ def test_runs_each_stack_with_its_settings_then_compares(tmp_path):
         "-m report.compare --results results --runs go=c1-go,php-fpm=c1-php-fpm --out c1",
         "make -s up",  # back to the lab's app
     ]
+
+
+def test_without_stacks_every_stack_runs(tmp_path):
+    """STACKS unset: the lab's app and every folder of stacks/ with a lab.env."""
+    os_stacks = sorted(d.parent.name for d in (ROOT / "stacks").glob("*/lab.env"))
+    rc, err, calls = run(tmp_path, {"STACKS": "", "TESTID": "c5"},
+                         images=[line.split("=", 1)[1] for s in os_stacks
+                                 for line in (ROOT / "stacks" / s / "lab.env").read_text().splitlines()
+                                 if line.startswith("APP_IMAGE=")])
+    assert rc == 0, err
+    assert [c.split()[3].removeprefix("RUN=c5-") for c in calls if c.startswith("make -s report")] == ["go", *os_stacks]
 
 
 def test_builds_a_missing_stack_image_from_its_folder(tmp_path):

@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -142,7 +144,13 @@ func TestLab(t *testing.T) {
 	// make compare runs them, the lab's app first, and writes the comparison.
 	t.Run("stacks", func(t *testing.T) {
 		t.Cleanup(func() { step(t, "make up: back to the lab's app", func() { mk(t, "up") }) })
-		stacks := []string{"go", "php-fpm", "gunicorn", "node"}
+		// The lab's app first, then every stack of the catalogue.
+		stacks := []string{"go"}
+		for _, name := range slices.Sorted(maps.Keys(lab.ReadCatalogue(t).Stacks)) {
+			if name != "go" {
+				stacks = append(stacks, name)
+			}
+		}
 		step(t, "make compare", func() {
 			mk(t, "compare", "TESTID="+testid, "STACKS="+strings.Join(stacks, ","), "SCENARIO=ping", "PATHS="+allPaths(),
 				"RATE=20", "DURATION=5", "ROUNDS=1", "WARMUP=0")
