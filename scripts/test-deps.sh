@@ -3,8 +3,9 @@
 # Debian packages come from apt; Go tools are built from their module sources at the
 # versions pinned in .env and cached under $UDS_LAB_CACHE (default ~/.cache/uds-lab).
 # Usage: scripts/test-deps.sh [NAME...]   (no argument: what `make test` needs)
-#   apt promtool                       the static, loadgen and integration tests (nginx,
-#                                      envsubst, curl, php-fpm, gunicorn, nodejs)
+#   apt promtool grafana-schema        the static, loadgen and integration tests (nginx,
+#                                      envsubst, curl, php-fpm, gunicorn, nodejs; Grafana's
+#                                      dashboard types from npm)
 #   docker debootstrap compose         the Docker test bed (make e2e)
 #   prometheus node-exporter k6        binaries for its stand-in images (printed paths);
 #                                      k6 also for loadgen/test_k6.py
@@ -63,7 +64,7 @@ prometheus_ldflags() {
 }
 
 want=("$@")
-[ ${#want[@]} -gt 0 ] || want=(apt promtool)
+[ ${#want[@]} -gt 0 ] || want=(apt promtool grafana-schema)
 for w in "${want[@]}"; do
   case $w in
     apt)
@@ -84,6 +85,13 @@ for w in "${want[@]}"; do
     docker) # Debian's engine; the newer CLI already on a machine talks to it too.
       apt_install dockerd docker.io ;;
     debootstrap) apt_install debootstrap debootstrap ;;
+    grafana-schema) # Grafana's dashboard types and TypeScript, at package-lock.json's versions
+      apt_install npm npm
+      lock=grafana/schema/package-lock.json stamp=grafana/schema/node_modules/.lock
+      cmp -s "$lock" "$stamp" 2>/dev/null || {
+        log "npm ci in grafana/schema"
+        (cd grafana/schema && npm ci --no-audit --no-fund --ignore-scripts >&2) && cp "$lock" "$stamp"
+      } ;;
     *) log "unknown dependency $w"; exit 2 ;;
   esac
 done

@@ -289,6 +289,21 @@ func TestDashboardsGenerated(t *testing.T) {
 	}
 }
 
+// Every dashboard field is one Grafana reads: grafana/schema/check.mjs checks
+// the JSON against Grafana's own dashboard types (@grafana/schema) with the
+// TypeScript compiler (scripts/test-deps.sh installs both, as make test does).
+func TestDashboardsMatchGrafanasTypes(t *testing.T) {
+	dir := lab.Path(t, "grafana", "schema")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@grafana", "schema")); err != nil {
+		t.Fatalf("%s has no node_modules: run scripts/test-deps.sh (make test does)", dir)
+	}
+	cmd := exec.Command("node", "check.mjs")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+}
+
 // walk calls fn for every key/value pair in a decoded JSON tree.
 func walk(v any, fn func(key string, v any)) {
 	switch x := v.(type) {
