@@ -56,7 +56,8 @@ up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset
 	@echo "  nginx        http://127.0.0.1:$(call env,NGINX_PORT)/<path>/ping for its paths in catalogue.json"
 	@echo "  nginx-lo     its paths inside the lab only, e.g."
 	@echo "               $(COMPOSE) exec nginx curl -s http://app:8090/tcp-lo/ping"
-	@echo "  Grafana      http://127.0.0.1:$(call env,GRAFANA_PORT)/  (anonymous viewer; admin password in .env)"
+	@case " $(SERVICES) " in "  "|*" grafana "*) \
+		echo "  Grafana      http://127.0.0.1:$(call env,GRAFANA_PORT)/  (anonymous viewer; admin password in .env)" ;; esac
 	@echo "  Prometheus   http://127.0.0.1:$(call env,PROMETHEUS_PORT)/"
 	@echo "Next: make load"
 
@@ -83,6 +84,14 @@ loadgen-settings:
 		echo "$$n is no longer read: the load generator's (k6 or wrk) setting is LOADGEN_$${n#K6_}; rename it in .env or your shell" >&2; \
 	done; exit 2,:)
 
+# make load and make max drive the lab make up started; compose would start
+# a part of it otherwise (no watchers, no doctor's checks) and leave it running.
+define lab_is_up
+	@running=" $$($(COMPOSE) ps --status running --services 2>/dev/null | tr '\n' ' ') "; \
+	for s in app nginx nginx-lo prometheus; do case $$running in *" $$s "*) ;; \
+		*) echo "make: the lab is not up ($$s is not running): make up first" >&2; exit 2 ;; esac; done
+endef
+
 # The run's plan for k6 (loadgen/plan.py writes results/<run>/plan.json; k6
 # runs it): in the wrk image, which carries Python, so the host needs none. A
 # bad setting stops the run here, in one line, before anything is loaded.
@@ -98,6 +107,7 @@ endef
 # each one starts; wrk's runner the same (both from loadgen/plan.py).
 .PHONY: load
 load: loadgen-settings ## Drive each path in turn through nginx at a fixed rate with k6 (SCENARIO, RATE, DURATION, ROUNDS, PATHS, SEED)
+	$(lab_is_up)
 	$(call k6_plan,rate)
 	$(snapshot)
 	@echo "k6 run testid=$(TESTID)"
@@ -106,6 +116,7 @@ load: loadgen-settings ## Drive each path in turn through nginx at a fixed rate 
 
 .PHONY: max
 max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6 or wrk, CONNECTIONS, DURATION, ROUNDS, PATHS, SEED)
+	$(lab_is_up)
 	@if [ "$(call env,GENERATOR)" = k6 ]; then $(MAKE) k6-plan-max TESTID=$(TESTID); fi
 	$(snapshot)
 	@echo "$(call env,GENERATOR) run testid=$(TESTID), max throughput"

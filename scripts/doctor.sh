@@ -218,6 +218,10 @@ judge() {
   for n in NGINX_PORT:nginx PROMETHEUS_PORT:prometheus GRAFANA_PORT:grafana; do
     selected "${n#*:}" || continue
     n=${n%:*}; v=$(f "set_$n")
+    if ! [[ $v =~ ^[0-9]{1,5}$ ]] || [ "$((10#$v))" -lt 1 ] || [ "$((10#$v))" -gt 65535 ]; then
+      row FAIL "$n" "$n=$v is not a port" "set $n to a free port from 1 to 65535 in .env or on the command line (make up $n=...)"
+      fail=1; continue
+    fi
     case $(f "port_$n") in
       free) row ok "port $v" "free ($n)" ;;
       lab) row ok "port $v" "in use by this lab ($n)" ;;

@@ -217,6 +217,14 @@ func TestPortsAndSubsets(t *testing.T) {
 	rows, plan := judge(t, "testbed-20.10-cgroupv1.txt", "port_NGINX_PORT=taken", "port_PROMETHEUS_PORT=lab")
 	has(t, "rows", rows, "row|FAIL|port 8080|127.0.0.1:8080 is taken by another process (NGINX_PORT)", "row|ok|port 9090|in use by this lab")
 	has(t, "plan", plan, "UP_BLOCKED=1")
+	// A value that is no port is named as such, never "free".
+	for _, bad := range []string{"80000", "abc", "0", ""} {
+		rows, _ := judge(t, "testbed-20.10-cgroupv1.txt", "set_NGINX_PORT="+bad)
+		has(t, "rows", rows, "row|FAIL|NGINX_PORT|NGINX_PORT="+bad+" is not a port")
+		if strings.Contains(rows, "port "+bad+"|free") {
+			t.Errorf("NGINX_PORT=%q called free:\n%s", bad, rows)
+		}
+	}
 	// A subset: only what it names is started, and only its ports count.
 	rows, plan = judge(t, "testbed-20.10-cgroupv1.txt", "set_SERVICES=app nginx prometheus node-exporter", "port_GRAFANA_PORT=taken")
 	has(t, "plan", plan, "UP_CORE='app nginx prometheus'", "UP_OPTIONAL='node-exporter'")
