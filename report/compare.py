@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from report.breakdown import by_round
-from report.lab import TERMS
+from report.lab import CATALOGUE, TERMS
 from report.stats import diff_stats, fmt_interval, measurable
 from report.values import div
 
@@ -45,13 +45,28 @@ def verdict(d):
     return "the socket saves"
 
 
-def gains(rep):
+# The verdict of a pooled pair on a stack that closes every connection
+# (catalogue.json's stacks: pools false): both paths opened one per request.
+NOT_POOLED = "not pooled: the stack closes every connection"
+
+
+def pools(stack):
+    """Whether a stack's pooled (-ka) paths can reuse connections (catalogue.json);
+    a stack the catalogue does not know is taken to."""
+    return (CATALOGUE["stacks"].get(stack) or {}).get("pools", True)
+
+
+def gains(rep, stack=None):
     """{workload: {"uds/tcp-lo": {...}, ...}} of one stack's report.json."""
     out = {}
     for w in rep["workloads"]:
         rounds = by_round(rep["phases"], w)
-        for uds, tcp, _, _ in PAIRS:
+        for uds, tcp, handling, _ in PAIRS:
             if uds not in rounds or tcp not in rounds:
+                continue
+            if handling == "pooled" and not pools(stack):
+                out.setdefault(w, {})[f"{uds}/{tcp}"] = {"p50_saved_us": None, "app_cpu_saved_us": None,
+                                                       "verdict": NOT_POOLED, "share_of_tcp_median": None}
                 continue
             # TCP minus the socket: positive is what the socket saved.
             p50 = diff_stats(rounds[tcp].get("client_p50_ms", {}), rounds[uds].get("client_p50_ms", {}), 1e3)
@@ -93,7 +108,7 @@ def summary(stack, wl):
 def compare(reports):
     """reports: {stack: report.json} -> compare.json's content."""
     stacks = {s: {"testid": r.get("testid"), "settings": r.get("settings"), "warnings": len(r.get("warnings") or []),
-                  "workloads": gains(r)} for s, r in reports.items()}
+                  "workloads": gains(r, s)} for s, r in reports.items()}
     return {"hidden_share": HIDDEN_SHARE, "pairs": [f"{u}/{t}" for u, t, _, _ in PAIRS], "stacks": stacks}
 
 

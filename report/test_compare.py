@@ -64,6 +64,19 @@ def test_verdict_boundaries(tcp, uds, verdict):
     assert g["verdict"] == verdict
 
 
+def test_a_stack_that_does_not_pool_gets_no_pooled_verdict():
+    """gunicorn's sync workers close every connection (catalogue.json: pools
+    false): its -ka paths opened one per request like the others, so no
+    saving "with pooled connections" is credited to it."""
+    p50 = {"tcp-lo": [1.0, 1.0, 1.0], "uds-lo": [0.9, 0.9, 0.9], "tcp-lo-ka": [1.0, 1.0, 1.0], "uds-lo-ka": [0.9, 0.9, 0.9]}
+    c = compare.compare({"gunicorn": rep("g", p50), "node": rep("n", p50)})
+    g, n = c["stacks"]["gunicorn"]["workloads"]["ping"], c["stacks"]["node"]["workloads"]["ping"]
+    assert g["uds-lo-ka/tcp-lo-ka"]["verdict"] == compare.NOT_POOLED and g["uds-lo/tcp-lo"]["verdict"] == "the socket saves"
+    assert n["uds-lo-ka/tcp-lo-ka"]["verdict"] == "the socket saves"
+    md = compare.render(c)
+    assert "| gunicorn | 1,000 µs | the socket saves: 100 µs" in md and "not pooled: the stack closes every connection |" in md
+
+
 def test_hidden_share_boundary():
     # Exactly at 5% of TCP's median is not hidden; just under is.
     at = compare.verdict({"mean": 50.0, "p": 0.0, "rounds": 2, "a_mean": 1000.0})
