@@ -98,7 +98,7 @@ def answer_terms(terms):
     return [t for t in TERMS if t.get("answer") and t["key"] in terms]
 
 
-def control_note(terms, figure="client_p50_ms", unit="µs", decimals=0, fmt=None):
+def control_note(terms, figure="client_p50_ms", unit="µs", decimals=0):
     """The controls' verdicts in words, and a warning where one failed."""
     out = []
     for t in TERMS:
@@ -116,13 +116,14 @@ def control_note(terms, figure="client_p50_ms", unit="µs", decimals=0, fmt=None
     return out
 
 
-def answer(w, phases, settings):
+def answer(w, phases, settings, terms=None):
     """The answer for one workload, in plain words: what the socket saved
     against TCP through the same nginx, with and without keepalive, with its
-    interval; the controls beside it."""
+    interval; the controls beside it. terms: the workload's breakdown, if
+    already computed."""
     if is_max(settings):
         return max_answer(w, phases, settings)
-    terms = breakdown(phases, w)
+    terms = terms if terms is not None else breakdown(phases, w)
     route = next((p.get("endpoint") for p in phases if p["workload"] == w), None) or w
     at = f"at {settings['rate']} req/s" if settings.get("rate") else "at a fixed rate"
 

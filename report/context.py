@@ -55,7 +55,7 @@ def build_report(k6, compose, query, prometheus_url=None):
     workloads = aggregate(phases, settings)
     for w, wl in workloads.items():
         wl["breakdown"] = breakdown(phases, w, figures_for(settings))
-        wl["answer"] = answer(w, phases, settings)
+        wl["answer"] = answer(w, phases, settings, wl["breakdown"])
     k6_cpus = number(comp["limits"][gen]["cpus"])
     warnings = []
     if k6.get("start_ms") is None:
