@@ -23,7 +23,7 @@ CPU_TICK_S = 0.01
 COLLECTORS = {"app": "the app", "nginx": "nginx-exporter", "nginx-log": "nginx-log-exporter",
               "node": "node-exporter", "cadvisor": "cAdvisor"}
 RAW_SOURCES = {
-    "app_p50_s": "app", "app_p99_s": "app", "app_requests": "app", "app_cpu_s": "app",
+    "app_p50_s": "app", "app_p99_s": "app", "app_requests": "app", "app_cpu_s": "app", "app_cpu_fine_s": "app",
     "app_ctx_switches": "app", "app_container_cpu_s": "cadvisor",
     "nginx_cpu_s": "cadvisor", "k6_cpu_cores": "cadvisor", "nginx_requests": "nginx-log", "ctx_switches": "node",
     "connect_sum_s": "nginx-log", "connect_count": "nginx-log", "nginx_5xx": "nginx-log",
@@ -72,6 +72,8 @@ def server_queries(path, duration_s, end_s, gen="k6"):
         "app_p99_s": q(0.99),
         "app_requests": inc("app_http_requests_total", APP_LOAD),
         "app_cpu_s": inc("process_cpu_seconds_total", APP),
+        # The lab's app's own CPU time from getrusage (microseconds), read first.
+        "app_cpu_fine_s": inc("app_process_cpu_seconds_total", APP),
         # An app that exports no metrics: its container's CPU (cAdvisor).
         "app_container_cpu_s": inc("container_cpu_usage_seconds_total", service("app")),
         # The app process's own switches (getrusage), voluntary and involuntary.
@@ -245,10 +247,13 @@ def server_values(query, phase, window, gen="k6"):
 
 
 def server_figures_explained(query, phase, window, gen="k6", baseline=None):
-    """(figures, estimated, missing): the figures, those read from samples
-    around the window, and why each missing one is missing. baseline is
+    """(figures, estimated, missing, resolution): the figures, those read from
+    samples around the window, why each missing one is missing, and the
+    resolution of those read from a coarse counter. baseline is
     idle_baseline's answer (None: none measured)."""
     raw, estimated_raw, why = server_values(query, phase, window, gen)
+    # The fine counter is an alternative to the ticks: its absence is no gap.
+    why.pop("app_cpu_fine_s", None)
     idle_rate = (baseline or {}).get("host_ctx_switches_per_s")
     figures = server_figures_from(raw, window, phase, idle_rate)
     estimated, missing = [], {}
@@ -271,7 +276,13 @@ def server_figures_explained(query, phase, window, gen="k6", baseline=None):
             missing[fig] = "no requests in the window"
         else:
             missing[fig] = "no value (NaN)"
-    return figures, estimated, missing
+    return figures, estimated, missing, resolution(raw)
+
+
+def app_cpu(raw):
+    """The app's CPU seconds in the window: getrusage's counter where the app
+    exports it, else process_cpu_seconds_total's clock ticks."""
+    return raw.get("app_cpu_fine_s") if raw.get("app_cpu_fine_s") is not None else raw.get("app_cpu_s")
 
 
 def above_idle(switches, idle_rate, duration_s):
@@ -291,10 +302,11 @@ def server_figures_from(raw, window, phase, idle_rate=None):
         "app_p50_ms": div(get("app_p50_s"), 1, 1e3),
         "app_p99_ms": div(get("app_p99_s"), 1, 1e3),
         "app_requests": get("app_requests"),
-        # The app's own CPU counter per request it counted; without its
-        # metrics, its container's CPU per request the generator completed.
-        "app_cpu_us_per_req": (div(get("app_cpu_s"), get("app_requests"), 1e6)
-                               if get("app_cpu_s") is not None and get("app_requests")
+        # The app's own CPU counter per request it counted (getrusage's, else
+        # the clock-tick one); without its metrics, its container's CPU per
+        # request the generator completed.
+        "app_cpu_us_per_req": (div(app_cpu(raw), get("app_requests"), 1e6)
+                               if app_cpu(raw) is not None and get("app_requests")
                                else div(get("app_container_cpu_s"), requests, 1e6)),
         "nginx_requests": get("nginx_requests"),
         "nginx_cpu_us_per_req": div(get("nginx_cpu_s"), requests, 1e6),
@@ -307,11 +319,13 @@ def server_figures_from(raw, window, phase, idle_rate=None):
     }
 
 
-def resolution(figures):
+def resolution(raw):
     """Per figure read from a coarse counter, the smallest step it can show
-    in this phase: the app's CPU per request, one clock tick over its requests."""
-    n = figures.get("app_requests")
-    return {"app_cpu_us_per_req": CPU_TICK_S * 1e6 / n} if n else {}
+    in this phase: the app's CPU per request from clock ticks (where the app
+    has no finer counter), one tick over its requests."""
+    n = raw.get("app_requests")
+    coarse = raw.get("app_cpu_fine_s") is None and raw.get("app_cpu_s") is not None
+    return {"app_cpu_us_per_req": CPU_TICK_S * 1e6 / n} if n and coarse else {}
 
 
 def phase_figures_with(k6, query, baseline):
@@ -323,7 +337,7 @@ def phase_figures_with(k6, query, baseline):
     gen = generator(k6.get("settings") or {})
     for p in measured_phases(k6):
         window = phase_window(k6, p)
-        server, estimated, missing = server_figures_explained(query, p, window, gen, baseline)
+        server, estimated, missing, res = server_figures_explained(query, p, window, gen, baseline)
         out.append({
             "name": p["name"],
             "workload": p["workload"],
@@ -333,7 +347,7 @@ def phase_figures_with(k6, query, baseline):
             "window": None if window is None else {"start_s": round(window[0], 3), "end_s": round(window[1], 3)},
             "generator": gen,
             "figures": {**client_figures(p), **server},
-            "resolution": resolution(server),
+            "resolution": res,
             "estimated": estimated,
             "missing": missing,
         })

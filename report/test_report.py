@@ -754,6 +754,21 @@ def test_max_mode_breaks_down_costs_not_queueing():
     assert "client p50 latency (µs)" not in md and "mostly its queue at the limit" in md
 
 
+def test_app_cpu_is_read_from_getrusage_where_the_app_has_it():
+    """app_process_cpu_seconds_total (getrusage, µs) before process_cpu_seconds_total
+    (10 ms clock ticks): only the ticks give a figure a resolution to respect."""
+    k6 = make_k6(paths=("tcp", "uds"), rounds=2)
+    fine = build(k6, {"app_process_cpu_seconds_total": 0.0512, **server_table(k6)})
+    ph = fine["phases"][0]
+    assert ph["figures"]["app_cpu_us_per_req"] == pytest.approx(51.2) and ph["resolution"] == {}
+    ticks = build(k6, {"app_process_cpu_seconds_total": None, **server_table(k6)})
+    ph = ticks["phases"][0]
+    # 0.05 s over the app's 1,000 requests; one 10 ms tick over them is 10 µs.
+    assert ph["figures"]["app_cpu_us_per_req"] == pytest.approx(50) and ph["resolution"] == {
+        "app_cpu_us_per_req": pytest.approx(10)}
+    assert "app_cpu_us_per_req" not in ph["missing"]
+
+
 def test_each_path_is_costed_on_its_own_nginx():
     lo = queries.server_queries("tcp-lo", 10, 1000.0)
     assert 'container_label_com_docker_compose_service="nginx-lo"' in lo["nginx_cpu_s"]

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +21,9 @@ func switches(t *testing.T, c prometheus.Collector, kind string) float64 {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
+		if mf.GetName() != "app_process_context_switches_total" {
+			continue
+		}
 		for _, m := range mf.GetMetric() {
 			if m.GetLabel()[0].GetValue() == kind {
 				return m.GetCounter().GetValue()
@@ -62,5 +66,47 @@ func TestRusageCollectorEmitsNothingOnError(t *testing.T) {
 	c.rusage = func(*syscall.Rusage) error { return errors.New("no rusage") }
 	if n := testutil.CollectAndCount(c); n != 0 {
 		t.Fatalf("got %d series from a failing getrusage, want none", n)
+	}
+}
+
+// The CPU time is user + system from getrusage, in seconds, to the microsecond.
+func TestRusageCollectorCPUSeconds(t *testing.T) {
+	c := newRusageCollector()
+	c.rusage = func(ru *syscall.Rusage) error {
+		ru.Utime = syscall.Timeval{Sec: 1, Usec: 500000}
+		ru.Stime = syscall.Timeval{Sec: 0, Usec: 250}
+		return nil
+	}
+	const want = `
+# HELP app_process_cpu_seconds_total CPU time of the app process (user and system, all threads), from getrusage: microsecond resolution, where process_cpu_seconds_total counts 10 ms clock ticks.
+# TYPE app_process_cpu_seconds_total counter
+app_process_cpu_seconds_total 1.50025
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "app_process_cpu_seconds_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The real process: the counter follows the CPU it spends (spinning until it
+// shows 20 ms more, within 2 s even on a busy machine).
+func TestRusageCollectorCPUSecondsMove(t *testing.T) {
+	c := newRusageCollector()
+	read := func() float64 {
+		return testutil.ToFloat64(prometheus.CollectorFunc(func(ch chan<- prometheus.Metric) {
+			inner := make(chan prometheus.Metric, 3)
+			c.Collect(inner)
+			close(inner)
+			for m := range inner {
+				if strings.Contains(m.Desc().String(), "app_process_cpu_seconds_total") {
+					ch <- m
+				}
+			}
+		}))
+	}
+	before := read()
+	for start := time.Now(); read()-before < 0.02; {
+		if time.Since(start) > 2*time.Second {
+			t.Fatalf("CPU time grew by %v s over 2 s of spinning, want >= 0.02", read()-before)
+		}
 	}
 }
