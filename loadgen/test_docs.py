@@ -55,3 +55,27 @@ def test_the_answer_quoted_is_the_reports():
     tests = (runplan.ROOT / "report" / "test_report.py").read_text().replace('"\n            "', "")
     (quoted,) = re.findall(r"^> (.+?) \.\.\.$", readme, re.M)
     assert quoted in tests, "the README's answer sentence is not one the report's tests check"
+
+
+def test_the_error_bodies_quoted_are_in_the_code_that_sends_them():
+    """nginx's own JSON errors (its template's $lab_error map) and the app's:
+    each quoted body's text up to its "..." is written in one of them."""
+    sources = [runplan.ROOT / "nginx" / "templates" / "nginx.conf.template",
+               *sorted((runplan.ROOT / "services" / "app").glob("*.go"))]
+    code = "\n".join(p.read_text() for p in sources if not p.name.endswith("_test.go"))
+    # The template as compose renders it, with .env's values.
+    env = dict(re.findall(r"^([A-Z_]+)=(\S*)$", (runplan.ROOT / ".env").read_text(), re.M))
+    code = re.sub(r"\$\{([A-Z_]+)\}", lambda m: env.get(m.group(1), m.group(0)), code)
+    bodies = quotes(r'\{"error":"[^"$]')
+    assert bodies, "the docs quote an error body"
+    for f, text in bodies:
+        message = re.match(r'\{"error":"([^"]*)', text).group(1).split("...")[0].rstrip(": ")
+        message = re.sub(r" (GET|POST) /\S*$", "", message)  # the app names the request's method and path
+        assert message in code, f"{f}: {text!r} is not in nginx's template or the app"
+
+
+def test_the_lab_not_up_line_quoted_is_the_makefiles():
+    makefile = (runplan.ROOT / "Makefile").read_text()
+    for f, text in quotes(r"make: the lab is not up"):
+        head, tail = text.split("...")
+        assert head in makefile and tail in makefile, f"{f}: {text!r}"
