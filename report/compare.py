@@ -83,8 +83,10 @@ def cell(g):
     d, v = g["p50_saved_us"], g["verdict"]
     if d is None:
         return v
+    if d["rounds"] < 2:
+        return f"1 round: {d['mean']:,.0f} µs, no interval"
     rng = fmt_interval(d, "µs", 0)
-    if v in ("no measurable difference", "1 round: no interval"):
+    if v == "no measurable difference":
         return f"{v} ({rng})"
     share = f", {g['share_of_tcp_median']:.0%}" if g["share_of_tcp_median"] is not None else ""
     return f"{v}: {d['mean']:,.0f} µs ({rng}{share})"

@@ -49,7 +49,8 @@ def test_costs_more_and_one_round_are_said():
     c = compare.compare({"go": rep("c", {"tcp-lo": [1.0, 1.0, 1.0], "uds-lo": [1.2, 1.3, 1.25]})})
     assert "- go: no gain from the socket; it costs more on uds-lo vs tcp-lo." in compare.render(c)
     c = compare.compare({"go": rep("c", {"tcp-lo": [1.0], "uds-lo": [0.5]})})
-    assert "**1 round only**: no interval, no verdict" in compare.render(c)
+    md = compare.render(c)
+    assert "**1 round only**: no interval, no verdict" in md and "| 1 round: 500 µs, no interval |" in md
 
 
 @pytest.mark.parametrize("tcp,uds,verdict", [

@@ -159,6 +159,7 @@ func TestLab(t *testing.T) {
 			t.Run(name, func(t *testing.T) { stackRun(t, prom, name, "compare-"+testid+"-"+name) })
 		}
 		var c struct {
+			Pairs  []string // catalogue.json's answer pairs, "uds-lo/tcp-lo" ...
 			Stacks map[string]struct {
 				Workloads map[string]map[string]struct{ Verdict string }
 			}
@@ -166,9 +167,14 @@ func TestLab(t *testing.T) {
 		if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", "compare-"+testid, "compare.json"))), &c); err != nil {
 			t.Fatal(err)
 		}
+		if len(c.Pairs) == 0 {
+			t.Error("compare.json names no pairs")
+		}
 		for _, name := range stacks {
-			if v := c.Stacks[name].Workloads["ping"]["uds/tcp-lo"].Verdict; v == "" || v == "not measured" {
-				t.Errorf("compare.json: %s: uds/tcp-lo %q, want a verdict", name, v)
+			for _, pair := range c.Pairs {
+				if v := c.Stacks[name].Workloads["ping"][pair].Verdict; v == "" || v == "not measured" {
+					t.Errorf("compare.json: %s: %s %q, want a verdict", name, pair, v)
+				}
 			}
 		}
 		t.Logf("%s", mustRead(t, lab.Path(t, "results", "compare-"+testid, "compare.md")))
