@@ -61,14 +61,6 @@ up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset
 	@echo "  Prometheus   http://127.0.0.1:$(call env,PROMETHEUS_PORT)/"
 	@echo "Next: make load"
 
-# The settings a run ran with (images, limits, CPU sets), for the report; no
-# secrets: every service but Grafana (its admin password).
-define snapshot
-	@mkdir -p results/$(TESTID)
-	@$(COMPOSE) --profile load config --format json $$($(COMPOSE) --profile load config --services | grep -vx grafana) \
-		> results/$(TESTID)/compose.json
-endef
-
 # results/last names a run only once its generator wrote load.json (a run
 # with failed thresholds too, which the report explains), so that a run that
 # failed to start leaves `make report` on the last good one.
@@ -92,45 +84,21 @@ define lab_is_up
 		*) echo "make: the lab is not up ($$s is not running): make up first" >&2; exit 2 ;; esac; done
 endef
 
-# The run's plan for k6 (loadgen/plan.py writes results/<run>/plan.json; k6
-# runs it): in the wrk image, which carries Python, so the host needs none. A
-# bad setting stops the run here, in one line, before anything is loaded.
-define k6_plan
-	@mkdir -p results/$(TESTID)
-	@$(COMPOSE) --profile load build wrk >/dev/null
-	@TESTID=$(TESTID) MODE=$(1) GENERATOR=k6 $(COMPOSE) --profile load run --rm --no-deps \
-		--user "$$(id -u):$$(id -g)" --entrypoint python3 wrk /lab/loadgen/plan.py \
-		|| { rmdir results/$(TESTID) 2>/dev/null; exit 2; }
-endef
+# The plan, the generator and, with PRECISION, its later batches: loadgen/run.sh.
+# k6 and wrk's runner say how long the plan runs before it starts, and which
+# phase it is in as each one starts (both from loadgen/plan.py).
+run_plan = rc=0; COMPOSE="$(COMPOSE)" TESTID=$(TESTID) MODE=$(1) GENERATOR=$(2) PRECISION="$(call env,PRECISION)" \
+	loadgen/run.sh || rc=$$?; $(loaded); exit $$rc
 
-# k6 says how long the plan runs before it starts, and which phase it is in as
-# each one starts; wrk's runner the same (both from loadgen/plan.py).
 .PHONY: load
-load: loadgen-settings ## Drive each path in turn through nginx at a fixed rate with k6 (SCENARIO, RATE, DURATION, ROUNDS, PATHS, SEED)
+load: loadgen-settings ## Drive each path in turn through nginx at a fixed rate with k6 (SCENARIO, RATE, DURATION, ROUNDS, PRECISION, PATHS, SEED)
 	$(lab_is_up)
-	$(call k6_plan,rate)
-	$(snapshot)
-	@echo "k6 run testid=$(TESTID)"
-	rc=0; TESTID=$(TESTID) $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6 || rc=$$?; \
-	$(loaded); exit $$rc
+	@$(call run_plan,rate,k6)
 
 .PHONY: max
-max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6 or wrk, CONNECTIONS, DURATION, ROUNDS, PATHS, SEED)
+max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6 or wrk, CONNECTIONS, DURATION, ROUNDS, PRECISION, PATHS, SEED)
 	$(lab_is_up)
-	@if [ "$(call env,GENERATOR)" = k6 ]; then $(MAKE) k6-plan-max TESTID=$(TESTID); fi
-	$(snapshot)
-	@echo "$(call env,GENERATOR) run testid=$(TESTID), max throughput"
-	@rc=0; if [ "$(call env,GENERATOR)" = wrk ]; then \
-		$(COMPOSE) --profile load build wrk >/dev/null \
-		&& TESTID=$(TESTID) $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" wrk || rc=$$?; \
-	elif [ "$(call env,GENERATOR)" = k6 ]; then \
-		TESTID=$(TESTID) $(COMPOSE) --profile load run --rm --user "$$(id -u):$$(id -g)" k6 || rc=$$?; \
-	else echo "GENERATOR=$(call env,GENERATOR): must be k6 or wrk" >&2; exit 2; fi; \
-	$(loaded); exit $$rc
-
-.PHONY: k6-plan-max
-k6-plan-max:
-	$(call k6_plan,max)
+	@$(call run_plan,max,$(call env,GENERATOR))
 
 # A benchmark of the lab itself, not of the paths: see loadgen/overhead.sh.
 .PHONY: overhead

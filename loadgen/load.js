@@ -7,7 +7,8 @@
 // and the line that says how long the run takes.
 //
 // From the environment: PLAN (the plan.json to run), and K6_* for k6 itself.
-// At the end it writes load.json beside the plan (shape: load.schema.json): the
+// At the end it writes load.json beside the plan (load-r<N>.json beside
+// plan-r<N>.json, a later batch of a PRECISION run; shape: load.schema.json): the
 // plan and k6's own statistics per phase, which `make report` reads.
 import http from 'k6/http';
 import exec from 'k6/execution';
@@ -132,6 +133,6 @@ export function handleSummary(data) {
   };
   return {
     stdout: `${lines.join('\n')}\n`,
-    [__ENV.PLAN.replace(/[^/]*$/, 'load.json')]: JSON.stringify(out, null, 2),
+    [__ENV.PLAN.replace(/plan([^/]*)$/, 'load$1')]: JSON.stringify(out, null, 2),
   };
 }

@@ -20,6 +20,12 @@ round and the tail of one path (TIME_WAIT sockets, GC) fall on every path
 alike, the baseline included. SEED is recorded in the plan, so a run's order
 can be repeated.
 
+PRECISION (a percentage) asks for more rounds until every comparison of the
+answer is known to within it (loadgen/run.sh runs the batches, report/precision.py
+judges them), up to MAX_ROUNDS. A batch after the first is planned here too,
+from FIRST_ROUND on: the same order sequence continued, no idle phase, no
+warm-up (the lab is warm: a batch follows the last one after a few seconds).
+
 load.schema.json is the shape of the load.json both generators write.
 """
 import json
@@ -105,6 +111,7 @@ def read_settings(env, catalogue):
         "warmup": whole(env, "WARMUP", 3, 0),
         "idle": whole(env, "IDLE", 10, 0),
         "seed": whole(env, "SEED", secrets.randbelow(2**31), 0),
+        "precision": percent(env, "PRECISION"),
         "cpu_iterations": whole(env, "CPU_ITERATIONS", 10000, 1),
         "sleep_ms": whole(env, "SLEEP_MS", 10, 0),
         "endpoint": setting(env, "ENDPOINT", "/ping"),
@@ -119,7 +126,34 @@ def read_settings(env, catalogue):
             raise SettingError(f"CONNECTIONS={s['connections']}: must be >= WRK_THREADS={s['threads']}")
     if s["mode"] == "max":
         del s["rate"]  # a flat-out run has no rate
+    if s["precision"] is None:
+        del s["precision"]
+    else:
+        s["max_rounds"] = whole(env, "MAX_ROUNDS", 4 * s["rounds"], s["rounds"])
+        if s["rounds"] < 2:
+            raise SettingError(f"PRECISION needs ROUNDS >= 2 (an interval needs two rounds), not {s['rounds']}")
     return s
+
+
+def percent(env, name):
+    """A percentage ("5" or "5%"), above 0 and below 100, or None when unset."""
+    raw = setting(env, name, "")
+    if raw == "":
+        return None
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)%?", raw)
+    if not m or not 0 < float(m.group(1)) < 100:
+        raise SettingError(f'{name}="{raw}": must be a percentage above 0 and below 100, e.g. 5%')
+    return float(m.group(1))
+
+
+def first_round(env):
+    """FIRST_ROUND: where a later batch of a PRECISION run starts (1: the run itself)."""
+    return whole(env, "FIRST_ROUND", 1, 1)
+
+
+def file_names(first):
+    """(plan, load) file names of a run (first=1) or of its batch from round first."""
+    return ("plan.json", "load.json") if first == 1 else (f"plan-r{first}.json", f"load-r{first}.json")
 
 
 def routes(workloads, s):
@@ -166,14 +200,16 @@ def orders(paths, rounds, seed):
     return out[:rounds]
 
 
-def plan(s, route):
+def plan(s, route, first=1):
     """Every phase in run order, with its planned offset from the start (after
-    the idle phase and a gap, when there is one)."""
-    phases, at = [], (s["idle"] + GAP_SECONDS if s["idle"] > 0 else 0)
-    per_round = orders(s["paths"], s["rounds"], s["seed"])
+    the idle phase and a gap, when there is one): rounds first.. first+ROUNDS-1,
+    and from round 1 the warm-up first."""
+    phases, at = [], (s["idle"] + GAP_SECONDS if s["idle"] > 0 and first == 1 else 0)
+    last = first + s["rounds"] - 1
+    per_round = orders(s["paths"], last, s["seed"])
     for w in s["workloads"]:
-        order = [(p, 0, s["warmup"]) for p in s["paths"]] if s["warmup"] > 0 else []
-        order += [(p, r, s["duration"]) for r in range(1, s["rounds"] + 1) for p in per_round[r - 1]]
+        order = [(p, 0, s["warmup"]) for p in s["paths"]] if s["warmup"] > 0 and first == 1 else []
+        order += [(p, r, s["duration"]) for r in range(first, last + 1) for p in per_round[r - 1]]
         for path, r, secs in order:
             phases.append({
                 "name": f"{w}__{path}__r{r}", "workload": w, "path": path, "round": r,
@@ -199,13 +235,22 @@ def clock(seconds):
     return f"{m}m{sec:02d}s" if m else f"{sec}s"
 
 
-def describe(s, phases):
-    """The plan's length in words, said before a run starts."""
+def describe(s, phases, route=None, first=1):
+    """The plan's length in words, said before a run starts; with PRECISION,
+    its least and its most."""
+    if first > 1:
+        return (f"rounds {first} to {first + s['rounds'] - 1} for PRECISION={s['precision']:g}%: {len(phases)} phases, "
+                f"about {clock(length_s(phases))}")
     warm = f"{s['warmup']} s warm-up + " if s["warmup"] > 0 else ""
     idle = f"{s['idle']} s idle + " if s["idle"] > 0 else ""
-    return (f"{len(phases)} phases, about {clock(length_s(phases))}: {idle}{len(s['workloads'])} workload(s) x "
-            f"{len(s['paths'])} paths x ({warm}{s['rounds']} x {s['duration']} s), {GAP_SECONDS} s between phases, "
-            f"order counterbalanced (SEED={s['seed']})")
+    out = (f"{len(phases)} phases, about {clock(length_s(phases))}: {idle}{len(s['workloads'])} workload(s) x "
+           f"{len(s['paths'])} paths x ({warm}{s['rounds']} x {s['duration']} s), {GAP_SECONDS} s between phases, "
+           f"order counterbalanced (SEED={s['seed']})")
+    if "precision" in s:
+        most = length_s(plan({**s, "rounds": s["max_rounds"]}, route))
+        out += (f"; then more rounds until the answer's intervals are within +/-{s['precision']:g}% "
+                f"(PRECISION), at most {s['max_rounds']} rounds in all: about {clock(most)} at most")
+    return out
 
 
 def progress(phases, i):
@@ -220,14 +265,18 @@ def build(env, catalogue):
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", testid):
         raise SettingError(f'TESTID="{testid}": use letters, digits, . _ -')
     s = read_settings(env, catalogue)
-    phases = plan(s, routes(catalogue["workloads"], s))
+    first = first_round(env)
+    if first > 1 and "precision" not in s:
+        raise SettingError(f"FIRST_ROUND={first}: only for a later batch of a PRECISION run")
+    route = routes(catalogue["workloads"], s)
+    phases = plan(s, route, first)
     where = urls(catalogue)
     for i, p in enumerate(phases):
         p["url"] = where[p["path"]] + p["endpoint"]
         p["progress"] = progress(phases, i)
     return {"testid": testid, "settings": s, "urls": {p: where[p] for p in s["paths"]}, "gap_s": GAP_SECONDS,
-            "idle": idle_window(s), "describe": describe(s, phases), "length_s": length_s(phases),
-            "phases": phases}
+            "idle": idle_window(s) if first == 1 else None, "describe": describe(s, phases, route, first),
+            "length_s": length_s(phases), "first_round": first, "phases": phases}
 
 
 def main(env=os.environ):
@@ -237,7 +286,7 @@ def main(env=os.environ):
     except SettingError as e:
         print(f"make: {e}", file=sys.stderr)
         return 2
-    out = Path(setting(env, "RESULTS", str(ROOT / "results"))) / doc["testid"] / "plan.json"
+    out = Path(setting(env, "RESULTS", str(ROOT / "results"))) / doc["testid"] / file_names(doc["first_round"])[0]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2))
     return 0

@@ -98,3 +98,19 @@ def test_k6_writes_a_load_json_of_the_schemas_shape(k6, tmp_path, local_catalogu
     assert ph["requests"] > 0 and ph["failed_rate"] == 0 and hits["/uds-ka/bytes/100"] >= ph["requests"]
     assert load["settings"] == doc["settings"] and load["settings"]["mode"] == mode
     assert (load["gap_s"], load["idle"], load["urls"]) == (doc["gap_s"], {"start_offset_s": 0, "duration_s": 1}, doc["urls"])
+
+
+def test_k6_writes_a_later_batchs_load_beside_its_plan(k6, tmp_path, local_catalogue):
+    """A PRECISION run's batch from round 3: plan-r3.json in, load-r3.json out
+    (loadgen/run.sh merges it), load.json untouched."""
+    catalogue, _ = local_catalogue
+    env = {"RESULTS": str(tmp_path), "TESTID": "k2", "SEED": "4", "CATALOGUE": str(catalogue), "PATHS": "uds",
+           "SCENARIO": "ping", "ROUNDS": "2", "DURATION": "1", "RATE": "20", "PRECISION": "5", "FIRST_ROUND": "3"}
+    assert runplan.main(env) == 0
+    res = subprocess.run([k6, "run", "--quiet", "--no-color", str(SCRIPT)],
+                         env=k6_env(PLAN=tmp_path / "k2" / "plan-r3.json"), capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert sorted(p.name for p in (tmp_path / "k2").iterdir()) == ["load-r3.json", "plan-r3.json"]
+    load = json.loads((tmp_path / "k2" / "load-r3.json").read_text())
+    jsonschema.validate(load, json.loads(runplan.SCHEMA.read_text()))
+    assert [p["round"] for p in load["phases"]] == [3, 4] and load["idle"] is None

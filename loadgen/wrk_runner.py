@@ -6,7 +6,8 @@ results/<TESTID>/load.json (shape: load.schema.json), naming wrk as the
 generator of every figure.
 
 Settings from the environment (.env, your shell or make's command line):
-SCENARIO, PATHS, DURATION, ROUNDS, WARMUP, IDLE, SEED, CONNECTIONS, WRK_THREADS, TESTID,
+SCENARIO, PATHS, DURATION, ROUNDS, WARMUP, IDLE, SEED, PRECISION, MAX_ROUNDS, FIRST_ROUND,
+CONNECTIONS, WRK_THREADS, TESTID,
 CPU_ITERATIONS, SLEEP_MS, ENDPOINT; CATALOGUE and RESULTS (tests) name another
 catalogue.json and results folder. `make max` runs this script inside the wrk
 container (compose.yaml's wrk service sets WRK_LOCAL=1): each phase runs wrk
@@ -113,7 +114,8 @@ def main():
         "totals": {"requests": requests, "failed_rate": failed / requests if requests else 0},
         "thresholds_failed": ["http_req_failed"] if requests and failed / requests >= 0.01 else [],
     }
-    path = Path(runplan.setting(env, "RESULTS", str(ROOT / "results"))) / testid / "load.json"
+    # load.json, or load-r<N>.json for a later batch of a PRECISION run (loadgen/run.sh merges it).
+    path = Path(runplan.setting(env, "RESULTS", str(ROOT / "results"))) / testid / runplan.file_names(doc["first_round"])[1]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2))
     print(f"\nwrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")

@@ -91,6 +91,7 @@ def build_report(k6, compose, query, prometheus_url=None):
         "compose": comp,
         "totals": k6.get("totals"),
         "thresholds_failed": k6.get("thresholds_failed") or [],
+        "precision": k6.get("precision"),
         "phases": phases,
         "workloads": workloads,
         "generator": gen,

@@ -157,10 +157,29 @@ def breakdown_table(terms, settings=None):
     return lines + [""]
 
 
+def precision_line(p):
+    """A PRECISION run's outcome in words (load.json's "precision"), or None."""
+    if not p:
+        return None
+    target = f"+/-{p['target_pct']:g}%"
+    if not p["comparisons"]:
+        return (f"Precision: PRECISION={p['target_pct']:g}% had no comparison of the answer to narrow (PATHS holds "
+                f"no pair of it): {p['rounds']} rounds were run.")
+    if p["met"]:
+        return (f"Precision: every comparison of the answer reached {target} of its first path's figure after "
+                f"{p['rounds']} rounds (PRECISION; at most {p['max_rounds']}).")
+    worst = max(p["comparisons"], key=lambda c: float("inf") if c["half_width"] is None else c["half_width"])
+    w = "no interval" if worst["half_width"] is None else f"+/-{worst['half_width']:.1%}"
+    return (f"Precision: **not met**: the target was {target}; after {p['rounds']} rounds (MAX_ROUNDS) the widest "
+            f"comparison is {w} ({worst['pair']}, `{worst['workload']}`). More rounds, or a quieter machine, narrow it.")
+
+
 def render_markdown(rep):
     lines = [f"# uds-lab report: run `{rep['testid']}`", "", "## The answer", ""]
     for wl in rep["workloads"].values():
         lines += [wl.get("answer") or "", ""]
+    if precision_line(rep.get("precision")):
+        lines += [precision_line(rep["precision"]), ""]
     lines += [
         "These figures hold for this machine, these limits and these settings only. "
         + ("In max mode each path ran flat out: requests/s is its limit, unless a warning says the load generator "

@@ -1058,3 +1058,19 @@ def test_readme_lists_every_warning():
     readme = (ROOT / "report" / "README.md").read_text()
     assert {"saturated", "errors", "short_phase", "same_ceiling", "generator_cpu_unknown"} <= raised
     assert [k for k in sorted(raised) if f"`{k}`" not in readme] == []
+
+
+def test_the_precision_line_says_met_not_met_or_nothing_to_narrow():
+    from report.markdown import precision_line
+    c = [{"workload": "ping", "term": "socket_new", "pair": "uds-lo against tcp-lo", "rounds": 20, "half_width": 0.031},
+         {"workload": "ping", "term": "socket_pooled", "pair": "uds-lo-ka against tcp-lo-ka", "rounds": 20,
+          "half_width": 0.072}]
+    p = {"target_pct": 5.0, "met": False, "rounds": 20, "max_rounds": 20, "comparisons": c}
+    assert precision_line(p) == ("Precision: **not met**: the target was +/-5%; after 20 rounds (MAX_ROUNDS) the widest "
+                                 "comparison is +/-7.2% (uds-lo-ka against tcp-lo-ka, `ping`). More rounds, or a "
+                                 "quieter machine, narrow it.")
+    assert precision_line({**p, "met": True, "comparisons": c[:1], "max_rounds": 48}) == (
+        "Precision: every comparison of the answer reached +/-5% of its first path's figure after 20 rounds "
+        "(PRECISION; at most 48).")
+    assert "no comparison of the answer to narrow" in precision_line({**p, "comparisons": []})
+    assert precision_line(None) is None

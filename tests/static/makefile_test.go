@@ -38,13 +38,13 @@ func TestTestIDFixedPerInvocation(t *testing.T) {
 		if err != nil {
 			t.Fatalf("make -n %s: %v\n%s", target, err, out)
 		}
-		// Where the run is named: its settings, the pointer make report
-		// follows, and the generator's TESTID (k6's testid label, wrk's load.json).
+		// Where the run is named: the pointer make report follows, and the
+		// TESTID loadgen/run.sh names everything else by (compose.json, the
+		// plan, k6's testid label, wrk's load.json).
 		ids := map[string]string{}
 		for what, re := range map[string]string{
-			"results/<run>/compose.json": `results/(tick-[0-9]+)/compose\.json`,
-			"results/last":               `echo (tick-[0-9]+) > results/last`,
-			"the generator's TESTID":     `TESTID=(tick-[0-9]+) .*compose --profile load run`,
+			"results/last":            `echo (tick-[0-9]+) > results/last`,
+			"loadgen/run.sh's TESTID": `TESTID=(tick-[0-9]+) MODE=[a-z]+ GENERATOR=[a-z0-9]+ .*loadgen/run\.sh`,
 		} {
 			m := regexp.MustCompile(re).FindAllStringSubmatch(string(out), -1)
 			if m == nil {

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# One run of `make load` (MODE=rate, k6) or `make max` (MODE=max, GENERATOR=k6
+# or wrk): the plan (loadgen/plan.py, in the wrk image: the host needs no
+# Python), the settings the run ran with (compose.json, for the report), the
+# generator; then, with PRECISION, more batches of rounds until
+# report/precision.py (in the report's image) finds every comparison of the
+# answer within it, or MAX_ROUNDS is reached. A batch continues the run's order
+# of paths (same SEED, from FIRST_ROUND on) and is merged into its load.json.
+#
+# From make: COMPOSE, TESTID, MODE, GENERATOR, PRECISION; the rest of the run's
+# settings from the environment, as compose passes them on.
+# Exit: the generator's (1: more than 1% of requests failed), 2: a bad setting.
+set -euo pipefail
+: "${COMPOSE:?}" "${TESTID:?}" "${MODE:?}"
+GENERATOR=${GENERATOR:-k6}
+export TESTID MODE GENERATOR
+user="$(id -u):$(id -g)"
+dir=results/$TESTID
+case $GENERATOR in k6 | wrk) ;; *) echo "make: GENERATOR=\"$GENERATOR\": must be one of k6, wrk" >&2; exit 2 ;; esac
+
+# k6 runs results/<run>/plan.json (a batch: plan-r<N>.json); wrk's runner
+# builds the same plan in-process. A bad setting stops here, in one line.
+plan() {
+  $COMPOSE --profile load run --rm --no-deps --user "$user" --entrypoint python3 wrk /lab/loadgen/plan.py
+}
+generate() {
+  if [ "$GENERATOR" = k6 ]; then
+    local file=plan.json
+    [ "${FIRST_ROUND:-1}" = 1 ] || file=plan-r$FIRST_ROUND.json
+    PLAN_FILE=$file $COMPOSE --profile load run --rm --user "$user" k6
+  else
+    $COMPOSE --profile load run --rm --user "$user" wrk
+  fi
+}
+
+mkdir -p "$dir"
+$COMPOSE --profile load build wrk >/dev/null
+if [ "$GENERATOR" = k6 ]; then plan || { rmdir "$dir" 2>/dev/null; exit 2; }; fi
+# The settings the run ran with (images, limits, CPU sets); no secrets: every service but Grafana.
+$COMPOSE --profile load config --format json $($COMPOSE --profile load config --services | grep -vx grafana) >"$dir/compose.json"
+echo "$GENERATOR run testid=$TESTID$([ "$MODE" = max ] && echo ", max throughput" || true)"
+rc=0
+generate || rc=$?
+if [ -n "${PRECISION:-}" ] && [ $rc = 0 ] && [ -f "$dir/load.json" ]; then
+  $COMPOSE --profile report build report >/dev/null
+  while :; do
+    out=$($COMPOSE --profile report run --rm --no-deps --user "$user" --entrypoint python3 report \
+      -m report.precision --run "$TESTID" --results results)
+    sed '$d' <<<"$out"
+    last=$(tail -n1 <<<"$out")
+    [ "${last%% *}" = next ] || break
+    read -r _ first more seed <<<"$last"
+    export FIRST_ROUND=$first ROUNDS=$more SEED=$seed
+    if [ "$GENERATOR" = k6 ]; then plan; fi
+    generate || { rc=$?; break; }
+  done
+  # A batch that failed still has its figures: merged, and judged once more.
+  if [ $rc != 0 ] && ls "$dir"/load-r*.json >/dev/null 2>&1; then
+    $COMPOSE --profile report run --rm --no-deps --user "$user" --entrypoint python3 report \
+      -m report.precision --run "$TESTID" --results results | sed '$d'
+  fi
+fi
+exit $rc

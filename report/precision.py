@@ -1,0 +1,149 @@
+"""PRECISION: whether a run knows the answer's comparisons to within a target
+yet, and how many more rounds it needs if not. loadgen/run.sh calls it between
+batches (in the report's image, which has scipy):
+
+    python3 -m report.precision --run <testid> --results results
+
+It first merges any later batch (load-r<N>.json) into load.json, then judges
+the figures the answer compares, from the generator's own statistics (no
+Prometheus): the client median at a fixed rate, requests/s flat out. Each
+comparison's 95% interval must reach +/-PRECISION% of its first path's figure
+(a difference: its half-width against that path's mean; a ratio: its
+half-width on the log scale). It writes the outcome into load.json
+("precision", for the report) and prints one line per comparison, then
+`next <first round> <rounds> <seed>` or `done`.
+
+Stopping on an interval's width, not on its verdict, leaves the verdict's
+error rate alone: a sample's spread says nothing of its mean's sign (for
+normal rounds the two are independent), so no run stops because it happened
+to look different. report/test_precision.py holds it to that."""
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from report.lab import TERMS
+from report.stats import diff_stats, ratio_stats
+
+# The least rounds a later batch adds: one round more moves a t-interval little.
+MIN_BATCH = 2
+
+
+def figure_of(phase, mode):
+    """The figure the answer compares, from load.json's phase."""
+    if mode == "max":
+        return phase["requests"] / phase["duration_s"] if phase["duration_s"] else None
+    return (phase.get("duration_ms") or {}).get("p50")
+
+
+def comparisons(load):
+    """The answer's comparisons in this run: each term's interval and its
+    half-width as a share (0.05 = 5%) of the first path's figure."""
+    mode = load["settings"]["mode"]
+    rounds = {}
+    for p in load["phases"]:
+        v = figure_of(p, mode)
+        if p["round"] > 0 and v is not None:
+            rounds.setdefault(p["workload"], {}).setdefault(p["path"], {})[p["round"]] = v
+    out = []
+    for w, by_path in rounds.items():
+        for t in TERMS:
+            a, b = t["paths"]
+            if not t.get("answer") or a not in by_path or b not in by_path:
+                continue
+            if mode == "max":
+                d = ratio_stats(by_path[b], by_path[a])
+                half = None if d is None or d["lo"] is None else math.exp((math.log(d["hi"]) - math.log(d["lo"])) / 2) - 1
+            else:
+                d = diff_stats(by_path[a], by_path[b])
+                half = None if d is None or d["lo"] is None or not d["a_mean"] else (d["hi"] - d["lo"]) / 2 / d["a_mean"]
+            if d is not None:
+                out.append({"workload": w, "term": t["key"], "pair": f"{b} against {a}", "rounds": d["rounds"],
+                            "half_width": half})
+    return out
+
+
+def needed(comps, target):
+    """The rounds the widest comparison needs to reach target: an interval
+    narrows with the square root of the rounds."""
+    worst = max(comps, key=lambda c: math.inf if c["half_width"] is None else c["half_width"])
+    if worst["half_width"] is None:
+        return math.inf
+    return math.ceil(worst["rounds"] * (worst["half_width"] / target) ** 2)
+
+
+def decide(comps, target, rounds, max_rounds):
+    """(met, more): whether every comparison is within target, and how many
+    rounds the next batch adds (0: stop, met or at MAX_ROUNDS)."""
+    if not comps:
+        return False, 0  # nothing to judge: the answer has no pair in PATHS
+    met = all(c["half_width"] is not None and c["half_width"] <= target for c in comps)
+    if met or rounds >= max_rounds:
+        return met, 0
+    want = needed(comps, target)
+    return False, int(min(max_rounds - rounds, max(MIN_BATCH, want - rounds)))
+
+
+def merge(run_dir):
+    """Appends each later batch (load-r<N>.json, in round order) to
+    load.json: its phases placed in time from the run's start, the rounds and
+    totals summed; the batch's files are removed once merged."""
+    main_path = run_dir / "load.json"
+    load = json.loads(main_path.read_text())
+    batches = sorted(run_dir.glob("load-r*.json"), key=lambda p: int(p.stem.removeprefix("load-r")))
+    for path in batches:
+        more = json.loads(path.read_text())
+        shift = (more["start_ms"] - load["start_ms"]) / 1000
+        for p in more["phases"]:
+            load["phases"].append({**p, "start_offset_s": round(p["start_offset_s"] + shift, 3)})
+        load["settings"]["rounds"] += more["settings"]["rounds"]
+        n0, n1 = load["totals"]["requests"], more["totals"]["requests"]
+        failed = n0 * load["totals"]["failed_rate"] + n1 * more["totals"]["failed_rate"]
+        load["totals"] = {"requests": n0 + n1, "failed_rate": failed / (n0 + n1) if n0 + n1 else 0}
+        load["thresholds_failed"] = sorted(set(load["thresholds_failed"]) | set(more["thresholds_failed"]))
+        main_path.write_text(json.dumps(load, indent=2))
+        path.unlink()
+        (run_dir / path.name.replace("load-", "plan-")).unlink(missing_ok=True)
+    return load
+
+
+def check(run_dir):
+    """Merge, judge, record; returns the lines to print, the last `next F N SEED` or `done`."""
+    load = merge(run_dir)
+    s = load["settings"]
+    target = s["precision"] / 100
+    comps = comparisons(load)
+    met, more = decide(comps, target, s["rounds"], s["max_rounds"])
+    load["precision"] = {"target_pct": s["precision"], "met": met, "rounds": s["rounds"],
+                         "max_rounds": s["max_rounds"], "comparisons": comps}
+    (run_dir / "load.json").write_text(json.dumps(load, indent=2))
+    lines = [f"precision after {s['rounds']} rounds (target +/-{s['precision']:g}%):"]
+    for c in comps:
+        w = "no interval" if c["half_width"] is None else f"+/-{c['half_width']:.1%}"
+        lines.append(f"  {c['workload']}: {c['pair']}: {w}")
+    if not comps:
+        lines.append("  no comparison of the answer in PATHS: nothing to make precise")
+    if more:
+        lines.append(f"next {s['rounds'] + 1} {more} {s['seed']}")
+    else:
+        lines.append("met" if met else f"not met: stopped at MAX_ROUNDS={s['max_rounds']}" if comps else "not met")
+        lines.append("done")
+    return lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--run", required=True)
+    ap.add_argument("--results", default="results")
+    args = ap.parse_args(argv)
+    run_dir = Path(args.results) / args.run
+    if not (run_dir / "load.json").is_file():
+        print(f"precision: {run_dir / 'load.json'} not found", file=sys.stderr)
+        return 2
+    print("\n".join(check(run_dir)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""PRECISION (report/precision.py): when a run stops adding rounds, how many
+it adds, how a batch joins load.json, and that stopping on an interval's
+width leaves the verdict's error rate where it was (simulated with the
+calibration's noise, seeded)."""
+import json
+import math
+
+import jsonschema
+import numpy as np
+from scipy.stats import binomtest
+
+from report.lab import ROOT
+from report.precision import MIN_BATCH, check, comparisons, decide, merge
+from report.stats import diff_stats, measurable
+from report.test_calibration import paired_rounds
+
+SCHEMA = json.loads((ROOT / "loadgen" / "load.schema.json").read_text())
+
+
+def comp(half, rounds=12):
+    return {"workload": "ping", "term": "socket_new", "pair": "uds-lo against tcp-lo", "rounds": rounds,
+            "half_width": half}
+
+
+def test_met_exactly_at_the_target_and_not_above():
+    assert decide([comp(0.05), comp(0.02)], 0.05, 12, 48) == (True, 0)
+    met, more = decide([comp(0.0501), comp(0.02)], 0.05, 12, 48)
+    assert not met and more == MIN_BATCH  # needs 13 rounds: one more, but at least MIN_BATCH
+
+
+def test_the_next_batch_aims_at_the_widest_and_stops_at_max_rounds():
+    # +/-10% at 12 rounds to reach 5%: about 4x the rounds (width ~ 1/sqrt(n)).
+    assert decide([comp(0.10), comp(0.06)], 0.05, 12, 100) == (False, 36)
+    assert decide([comp(0.10)], 0.05, 12, 20) == (False, 8)  # capped by MAX_ROUNDS
+    assert decide([comp(0.10)], 0.05, 20, 20) == (False, 0)  # at MAX_ROUNDS: stop, not met
+    assert decide([comp(None, rounds=1)], 0.05, 1, 20) == (False, 19)  # no interval yet: to the limit
+
+
+def test_nothing_to_narrow_stops_at_once():
+    assert decide([], 0.05, 12, 48) == (False, 0)
+
+
+def load_doc(start_ms, rounds, first=1, mode="rate", seed=5):
+    """A load.json of paths tcp-lo and uds-lo, its rounds from first on, 10 s apart."""
+    phases = []
+    for i, r in enumerate(range(first, first + rounds)):
+        for j, (path, p50) in enumerate((("tcp-lo", 0.5 + 0.01 * r), ("uds-lo", 0.4 + 0.02 * (r % 3)))):
+            phases.append({"name": f"ping__{path}__r{r}", "workload": "ping", "path": path, "round": r,
+                           "phase": "measure", "endpoint": "/ping", "start_offset_s": 20 * i + 10 * j,
+                           "duration_s": 5, "requests": 100 * (j + 1), "failed_rate": 0.01 * j,
+                           "dropped_iterations": 0, "duration_ms": {"p50": p50}})
+    return {"testid": "p", "urls": {}, "start_ms": start_ms, "gap_s": 1, "idle": None,
+            "settings": {"mode": mode, "generator": "k6", "workloads": ["ping"], "paths": ["tcp-lo", "uds-lo"],
+                         "rate": 50, "connections": 64, "duration": 5, "rounds": rounds, "warmup": 0, "seed": seed,
+                         "cpu_iterations": 1, "sleep_ms": 1, "endpoint": "/ping", "precision": 1.0,
+                         "max_rounds": 6},
+            "phases": phases, "totals": {"requests": 300 * rounds, "failed_rate": 0.01 * 200 / 300},
+            "thresholds_failed": []}
+
+
+def test_a_batch_joins_load_json_in_time_and_in_count(tmp_path):
+    (tmp_path / "load.json").write_text(json.dumps(load_doc(1_000_000, 3)))
+    more = load_doc(1_090_500, 2, first=4)
+    more["thresholds_failed"] = ["http_req_failed"]
+    (tmp_path / "load-r4.json").write_text(json.dumps(more))
+    (tmp_path / "plan-r4.json").write_text("{}")
+    load = merge(tmp_path)
+    assert [p["round"] for p in load["phases"]] == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    # The batch started 90.5 s after the run: its offsets count from the run's start.
+    assert [p["start_offset_s"] for p in load["phases"][6:]] == [90.5, 100.5, 110.5, 120.5]
+    assert load["settings"]["rounds"] == 5 and load["totals"]["requests"] == 1500
+    assert math.isclose(load["totals"]["failed_rate"], 0.01 * 1000 / 1500)
+    assert load["thresholds_failed"] == ["http_req_failed"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["load.json"]
+    jsonschema.validate(load, SCHEMA)
+
+
+def test_check_records_the_outcome_and_says_what_comes_next(tmp_path):
+    (tmp_path / "load.json").write_text(json.dumps(load_doc(1_000_000, 3)))
+    lines = check(tmp_path)
+    # +/-1% of tcp-lo's median is out of reach in 3 rounds: the rest, up to MAX_ROUNDS=6, with the run's SEED.
+    assert lines[0] == "precision after 3 rounds (target +/-1%):" and lines[-1] == "next 4 3 5"
+    assert lines[1].startswith("  ping: uds-lo against tcp-lo: +/-")
+    load = json.loads((tmp_path / "load.json").read_text())
+    jsonschema.validate(load, SCHEMA)
+    assert load["precision"]["met"] is False and load["precision"]["rounds"] == 3
+    (tmp_path / "load-r4.json").write_text(json.dumps(load_doc(1_100_000, 3, first=4)))
+    lines = check(tmp_path)
+    assert lines[-2:] == ["not met: stopped at MAX_ROUNDS=6", "done"]
+    assert json.loads((tmp_path / "load.json").read_text())["precision"]["rounds"] == 6
+
+
+def test_max_mode_judges_the_ratio_of_requests_per_second(tmp_path):
+    load = load_doc(1, 4, mode="max")
+    (c,) = comparisons(load)
+    # requests/s: uds-lo 200/5 against tcp-lo 100/5 in every round: 2x exactly, no spread.
+    assert c["pair"] == "uds-lo against tcp-lo" and c["half_width"] == 0 and c["rounds"] == 4
+
+
+def test_stopping_on_width_keeps_the_error_rate():
+    """A/A runs that add batches until +/-3% or 48 rounds (the loop of
+    loadgen/run.sh): at most 5% of them end measurable (binomial test at 1%),
+    and the width they stop on is the target or the limit."""
+    rng = np.random.default_rng(21)
+    runs, called, stops = 1000, 0, []
+    for _ in range(runs):
+        a, b = paired_rounds(rng, 12, 0.0)
+        while True:
+            d = diff_stats(a, b)
+            half = (d["hi"] - d["lo"]) / 2 / d["a_mean"]
+            met, more = decide([comp(half, d["rounds"])], 0.03, d["rounds"], 48)
+            if not more:
+                break
+            a2, b2 = paired_rounds(rng, more, 0.0)
+            n = d["rounds"]
+            a.update({n + r: v for r, v in a2.items()})
+            b.update({n + r: v for r, v in b2.items()})
+        called += measurable(d)
+        stops.append(d["rounds"])
+    assert binomtest(called, runs, 0.05, alternative="greater").pvalue > 0.01, called / runs
+    assert max(stops) <= 48 and min(stops) >= 12
