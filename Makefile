@@ -64,7 +64,7 @@ up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset
 # results/last names a run only once its generator wrote load.json (a run
 # with failed thresholds too, which the report explains), so that a run that
 # failed to start leaves `make report` on the last good one.
-loaded = if [ -f results/$(TESTID)/load.json ]; then echo $(TESTID) > results/last; fi
+loaded = if [ -f results/$(TESTID)/load.json ] || [ -f results/$(TESTID)/floor.json ]; then echo $(TESTID) > results/last; fi
 
 # K6_CPUS, K6_MEMORY and K6_CPUSET were renamed LOADGEN_* (they govern wrk as
 # well as k6): a value left under an old name stops the run, naming the new one,
@@ -100,6 +100,13 @@ max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6 or wrk,
 	$(lab_is_up)
 	@$(call run_plan,max,$(call env,GENERATOR))
 
+# The transports alone, no nginx, no HTTP: services/floor, in the lab's
+# network namespaces and CPU sets (catalogue.json's "floor").
+.PHONY: floor
+floor: ## The transports alone: round trip and connect over the socket, loopback and the bridge (ROUNDS, FLOOR_DURATION, FLOOR_SIZES, SEED)
+	$(lab_is_up)
+	@$(call run_plan,floor,floor)
+
 # A benchmark of the lab itself, not of the paths: see loadgen/overhead.sh.
 .PHONY: overhead
 overhead: ## What observing costs each path: the full lab against nginx + app alone, and Gin against a minimal app (OVERHEAD_ROUNDS, OVERHEAD_SETUPS)
@@ -124,12 +131,12 @@ contract: ## Check an app image against the contract (APP_IMAGE=<image>, default
 
 .PHONY: down
 down: ## Stop the lab; Prometheus and Grafana data are kept
-	$(COMPOSE) --profile load --profile report down --remove-orphans
+	$(COMPOSE) --profile load --profile report --profile floor down --remove-orphans
 
 .PHONY: clean
 clean: ## Stop the lab and delete its volumes (Prometheus data too) and the locally built images
-	$(COMPOSE) --profile load --profile report down --remove-orphans --volumes
-	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local uds-lab/wrk:local uds-lab/contract:local uds-lab/report:local >/dev/null 2>&1 || true
+	$(COMPOSE) --profile load --profile report --profile floor down --remove-orphans --volumes
+	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local uds-lab/floor:local uds-lab/wrk:local uds-lab/contract:local uds-lab/report:local >/dev/null 2>&1 || true
 
 .PHONY: ps
 ps: ## Show the lab's containers and their health
@@ -142,7 +149,7 @@ logs: ## Follow the lab's logs
 ##@ Development
 
 # The Go modules (each its own image).
-GO_SERVICES := services/app services/nginx-log-exporter contract/checker contract/minimal-app
+GO_SERVICES := services/app services/nginx-log-exporter services/floor contract/checker contract/minimal-app
 
 .PHONY: deps
 deps: ## Install the test tools that are missing (nginx, envsubst, wrk, promtool; k6 when its test first runs)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One run of `make load` (MODE=rate, k6) or `make max` (MODE=max, GENERATOR=k6
-# or wrk): the plan (loadgen/plan.py, in the wrk image: the host needs no
+# One run of `make load` (MODE=rate, k6), `make max` (MODE=max, GENERATOR=k6
+# or wrk) or `make floor` (MODE=floor, services/floor): the plan (loadgen/plan.py, in the wrk image: the host needs no
 # Python), the settings the run ran with (compose.json, for the report), the
 # generator; then, with PRECISION, more batches of rounds until
 # report/precision.py (in the report's image) finds every comparison of the
@@ -16,7 +16,8 @@ GENERATOR=${GENERATOR:-k6}
 export TESTID MODE GENERATOR
 user="$(id -u):$(id -g)"
 dir=results/$TESTID
-case $GENERATOR in k6 | wrk) ;; *) echo "make: GENERATOR=\"$GENERATOR\": must be one of k6, wrk" >&2; exit 2 ;; esac
+[ "$MODE" = floor ] || case $GENERATOR in k6 | wrk) ;; *)
+  echo "make: GENERATOR=\"$GENERATOR\": must be one of k6, wrk" >&2; exit 2 ;; esac
 
 # k6 runs results/<run>/plan.json (a batch: plan-r<N>.json); wrk's runner
 # builds the same plan in-process. A bad setting stops here, in one line.
@@ -35,9 +36,20 @@ generate() {
 
 mkdir -p "$dir"
 $COMPOSE --profile load build wrk >/dev/null
-if [ "$GENERATOR" = k6 ]; then plan || { rmdir "$dir" 2>/dev/null; exit 2; }; fi
+if [ "$GENERATOR" = k6 ] || [ "$MODE" = floor ]; then plan || { rmdir "$dir" 2>/dev/null; exit 2; }; fi
 # The settings the run ran with (images, limits, CPU sets); no secrets: every service but Grafana.
-$COMPOSE --profile load config --format json $($COMPOSE --profile load config --services | grep -vx grafana) >"$dir/compose.json"
+profiles=(--profile load --profile floor)
+$COMPOSE "${profiles[@]}" config --format json $($COMPOSE "${profiles[@]}" config --services | grep -vx grafana) >"$dir/compose.json"
+
+# make floor: the two echo servers up (healthy: both listeners answer), the
+# client's plan, the servers taken back down whatever happened.
+if [ "$MODE" = floor ]; then
+  $COMPOSE --profile floor build floor-near >/dev/null
+  trap '$COMPOSE --profile floor rm -fsv floor-near floor-far >/dev/null 2>&1 || true' EXIT
+  $COMPOSE --profile floor up -d --no-build --wait floor-near floor-far
+  $COMPOSE --profile floor run --rm --no-deps --user "$user" floor
+  exit
+fi
 echo "$GENERATOR run testid=$TESTID$([ "$MODE" = max ] && echo ", max throughput" || true)"
 rc=0
 generate || rc=$?

@@ -66,3 +66,46 @@ def test_a_later_batch_writes_its_own_plan_file(tmp_path):
     assert json.loads((tmp_path / "p" / "plan-r9.json").read_text())["phases"][0]["round"] == 9
     assert runplan.file_names(1) == ("plan.json", "load.json")
     assert runplan.file_names(9) == ("plan-r9.json", "load-r9.json")
+
+
+FLOOR = {"TESTID": "f", "MODE": "floor", "SEED": "7", "ROUNDS": "6", "WARMUP": "2", "FLOOR_DURATION": "1"}
+
+
+def test_the_floor_plan_counterbalances_transports_and_measures_each():
+    doc = runplan.floor_build(FLOOR, CATALOGUE)
+    s = doc["settings"]
+    assert s["transports"] == list(CATALOGUE["floor"]["transports"]) and s["sizes"] == [100, 102400]
+    warm = [p for p in doc["phases"] if p["round"] == 0]
+    assert [(p["transport"], p["measure"], p["size"], p["duration_s"]) for p in warm] == [
+        (t, "rtt", 100, 2) for t in s["transports"]]
+    measured = [p for p in doc["phases"] if p["round"] > 0]
+    assert len(measured) == 6 * 3 * 3
+    firsts = [next(p["transport"] for p in measured if p["round"] == r) for r in range(1, 7)]
+    assert sorted(firsts) == sorted(s["transports"] * 2)  # 3 transports (odd): 6 rows, each first twice
+    for p in measured:
+        assert p["address"] == CATALOGUE["floor"]["transports"][p["transport"]]["address"]
+        assert (p["measure"] == "connect") == ("max_ops" in p)
+    assert doc["describe"] == ("57 phases, about 1m00s: 3 transports x (2 s warm-up + 6 x (2 round-trip sizes + "
+                               "connect) x 1 s), order counterbalanced (SEED=7)")
+    assert doc["phases"][0]["progress"] == "phase 1/57 floor__uds__rtt-100__r0: about 1m00s left"
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"FLOOR_SIZES": "100,abc"}, 'FLOOR_SIZES="100,abc": must be a comma list of sizes in bytes, 1 to 16777216'),
+    ({"FLOOR_SIZES": "0"}, 'FLOOR_SIZES="0": must be a comma list of sizes in bytes, 1 to 16777216'),
+    ({"FLOOR_SIZES": "100,100"}, "FLOOR_SIZES: 100,100 names one twice"),
+    ({"FLOOR_TRANSPORTS": "uds,udp"}, 'FLOOR_TRANSPORTS: unknown "udp" (known: uds, loopback, bridge)'),
+    ({"ROUNDS": "1"}, 'ROUNDS="1": must be a whole number >= 2'),
+    ({"FLOOR_DURATION": "0"}, 'FLOOR_DURATION="0": must be a whole number >= 1'),
+])
+def test_bad_floor_settings_are_named(env, message):
+    with pytest.raises(runplan.SettingError) as e:
+        runplan.floor_build({**FLOOR, **env}, CATALOGUE)
+    assert str(e.value) == message
+
+
+def test_plan_py_writes_the_floor_plan(tmp_path):
+    res = subprocess.run([sys.executable, str(runplan.HERE / "plan.py")], env={**FLOOR, "RESULTS": str(tmp_path)},
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((tmp_path / "f" / "plan.json").read_text())["settings"]["mode"] == "floor"

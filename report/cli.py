@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jsonschema
 
+from report import floor as floor_report
 from report.charts import write_charts
 from report.context import build_report
 from report.markdown import render_markdown
@@ -51,13 +52,24 @@ def read_load(path, schema_path=LOAD_SCHEMA):
 
 
 def runs_with_load(results_dir):
-    """The runs under results_dir that have a load.json, newest name last."""
-    return sorted(p.parent.name for p in Path(results_dir).glob("*/load.json"))
+    """The runs under results_dir that have a load.json (or a floor.json), newest name last."""
+    return sorted({p.parent.name for n in ("load.json", "floor.json") for p in Path(results_dir).glob(f"*/{n}")})
+
+
+def run_floor(run_dir):
+    """A make floor run's report: the transports alone, no Prometheus needed."""
+    rep = floor_report.build(floor_report.read_floor(run_dir / "floor.json"),
+                             read_json(run_dir / "compose.json", required=False))
+    (run_dir / "report.json").write_text(json.dumps(rep, indent=1, ensure_ascii=False) + "\n")
+    (run_dir / "report.md").write_text(floor_report.render(rep))
+    return {**rep, "charts": [], "warnings": []}
 
 
 def run(run_id, prometheus_url, results_dir, query=None):
     """Reads the inputs, builds the report, writes report.md, report.json and charts; returns the report."""
     run_dir = Path(results_dir) / run_id
+    if not (run_dir / "load.json").is_file() and (run_dir / "floor.json").is_file():
+        return run_floor(run_dir)
     if not (run_dir / "load.json").is_file():
         have = runs_with_load(results_dir)
         listed = f"the runs there: {', '.join(have[-10:])}" if have else "there are none: run `make load` first"
@@ -67,6 +79,9 @@ def run(run_id, prometheus_url, results_dir, query=None):
     compose = read_json(run_dir / "compose.json", required=False)
     query = query or prometheus_client(prometheus_url)
     rep = build_report(k6, compose, query, prometheus_url)
+    floor = floor_report.newest(results_dir)
+    rep["floor"] = floor_report.beside_paths(floor and floor_report.build(floor), rep["workloads"], rep["phases"],
+                                             rep["settings"])
     if compose is None:
         rep["warnings"].insert(0, warning("no_compose", f"{run_dir / 'compose.json'} not found: images and limits unknown", []))
     rep["charts"] = write_charts(rep, run_dir)

@@ -194,6 +194,8 @@ def render_markdown(rep):
     lines += machine_block(rep) + [""]
     for w, wl in rep["workloads"].items():
         lines += workload_section(w, wl, rep["charts"], rep["settings"])
+    if rep.get("floor"):
+        lines += ["## Down to the transport", ""] + rep["floor"] + [""]
     lines += ["## Warnings", ""]
     if rep["warnings"]:
         for wn in rep["warnings"]:

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -117,6 +118,11 @@ func TestLab(t *testing.T) {
 	// make max, with each generator: short runs, checked for shape, not figures.
 	// Phases of 10 s at least: Prometheus scrapes every 5 s, and the server-side
 	// figures need two scrapes in a phase.
+	// make floor: the transports alone, in the lab's namespaces; the max
+	// runs' reports below set it beside their paths.
+	floorRun := testid + "-floor"
+	t.Run("floor", func(t *testing.T) { floor(t, floorRun) })
+
 	// wrk's run asks for a precision it cannot reach (PRECISION=0.01%): one
 	// later batch, up to MAX_ROUNDS=3, merged into the run and reported.
 	t.Run("max", func(t *testing.T) {
@@ -286,6 +292,45 @@ func loadAndReport(t *testing.T, prom, testid string) {
 	t.Run("report", func(t *testing.T) { checkReport(t, testid) })
 }
 
+// floor runs make floor for two short rounds and checks its report: every
+// transport measured without errors, each comparison with an interval.
+func floor(t *testing.T, id string) {
+	mk(t, "floor", "TESTID="+id, "ROUNDS=2", "WARMUP=0", "FLOOR_DURATION=1")
+	mk(t, "report", "RUN="+id)
+	var r struct {
+		Summary map[string]map[string]struct {
+			P50    *float64
+			Errors int
+		}
+		Comparisons []struct {
+			Key, Measure string
+			Ratio        *struct{ Mean, Lo, Hi *float64 }
+		}
+	}
+	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", id, "report.json"))), &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range []string{"uds", "loopback", "bridge"} {
+		for _, m := range []string{"rtt-100", "rtt-102400", "connect"} {
+			if e, ok := r.Summary[tr][m]; !ok || e.P50 == nil || *e.P50 <= 0 || e.Errors != 0 {
+				t.Errorf("floor %s %s: %+v (present %v), want a p50 and no errors", tr, m, e, ok)
+			}
+		}
+	}
+	if len(r.Comparisons) != 6 {
+		t.Errorf("%d comparisons, want 6 (socket and bridge x 3 measures)", len(r.Comparisons))
+	}
+	for _, c := range r.Comparisons {
+		if c.Ratio == nil || c.Ratio.Lo == nil || c.Ratio.Hi == nil || *c.Ratio.Lo > *c.Ratio.Mean || *c.Ratio.Mean > *c.Ratio.Hi {
+			t.Errorf("%s %s: ratio %+v, want a mean inside its interval", c.Key, c.Measure, c.Ratio)
+		}
+	}
+	if out := run(t, "docker", "ps", "-a", "--filter", "label=com.docker.compose.service=floor-near", "-q"); strings.TrimSpace(out) != "" {
+		t.Errorf("floor-near is still there after make floor: %s", out)
+	}
+	t.Logf("%s", mustRead(t, lab.Path(t, "results", id, "report.md")))
+}
+
 // maxRun runs make max with one generator and checks its report's shape;
 // with MAX_ROUNDS among more, that the run ended with that many rounds.
 func maxRun(t *testing.T, run, gen, paths, rounds, duration string, more ...string) {
@@ -315,6 +360,11 @@ func maxRun(t *testing.T, run, gen, paths, rounds, duration string, more ...stri
 				t.Errorf("report.md does not say the precision was not met")
 			}
 		}
+	}
+	// The newest floor run (the floor scenario's, just before) beside the paths.
+	if md := mustRead(t, lab.Path(t, "results", run, "report.md")); !strings.Contains(md, "## Down to the transport") ||
+		!regexp.MustCompile("`ping` \\(100 B\\), the socket against TCP over loopback: alone, round trip [0-9.]+x \\(95% CI").MatchString(md) {
+		t.Errorf("report.md does not set the floor beside the paths:\n%s", md)
 	}
 	for _, ph := range r.Phases {
 		if v := ph.Figures["rps"]; v == nil || *v <= 0 {

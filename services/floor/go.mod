@@ -1,0 +1,3 @@
+module uds-lab/floor
+
+go 1.26.8
