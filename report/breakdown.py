@@ -12,6 +12,9 @@ TERM_FIGURES = [
     ("app_cpu_us_per_req", "app CPU per request", 1.0, "µs"),
     ("app_ctx_switches_per_req", "app context switches per request", 1.0, ""),
     ("nginx_cpu_us_per_req", "nginx CPU per request", 1.0, "µs"),
+    # Pinned server cores only (NGINX_CPUSET, APP_CPUSET): the kernel's share.
+    ("core_system_us_per_req", "server cores' system time per request", 1.0, "µs"),
+    ("core_softirq_us_per_req", "server cores' softirq per request", 1.0, "µs"),
 ]
 # The connection handlings the answer speaks of, in its words.
 HANDLING = {"new": "with a new connection per request", "pooled": "with pooled keepalive connections"}
@@ -182,6 +185,9 @@ def max_answer(w, phases, settings):
         status = judge(r)
         if status == "single":
             parts.append(f"{b} carried {r['mean']:.2f}x the requests/s of {a} in its 1 round: no interval, no verdict")
+        elif status == "straddles" and lost_to_holm(r):
+            parts.append(f"{b} against {a}: no measurable difference once the comparisons are judged together "
+                         f"({fmt_interval(r, times=True)} alone)")
         elif status == "straddles":
             parts.append(f"{b} against {a}: no measurable difference ({fmt_interval(r, times=True)})")
         else:

@@ -3,7 +3,7 @@ which puts every part together into what report.json holds."""
 from datetime import datetime, timezone
 
 from report.breakdown import answer, breakdown, figures_for
-from report.queries import idle_baseline, phase_figures_with, server_queries
+from report.queries import idle_baseline, phase_figures_with, server_cores, server_queries
 from report.stats import aggregate, common_reason
 from report.values import generator, headline, is_max, labels, number, scalar
 from report.warnings import MIN_PHASE_S, figure_warnings, phase_warnings, ratio_warnings, warning
@@ -51,7 +51,8 @@ def build_report(k6, compose, query, prometheus_url=None):
     gen = generator(settings)
     comp = compose_info(compose, gen)
     baseline = idle_baseline(k6, query)
-    phases = phase_figures_with(k6, query, baseline)
+    cores = server_cores(comp["limits"])
+    phases = phase_figures_with(k6, query, baseline, cores)
     workloads = aggregate(phases, settings)
     for w, wl in workloads.items():
         wl["breakdown"] = breakdown(phases, w, figures_for(settings))
@@ -86,6 +87,7 @@ def build_report(k6, compose, query, prometheus_url=None):
         "start_ms": k6.get("start_ms"),
         "gap_s": k6.get("gap_s"),
         "idle_baseline": baseline,
+        "server_cores": {"cores": cores[0], "missing": cores[1]},
         "settings": settings,
         "machine": machine,
         "compose": comp,

@@ -100,7 +100,9 @@ def sentence(x):
                 f"({fmt_interval(r, times=True)} alone)")
     if status == "straddles":
         return f"{base}: no measurable difference ({fmt_interval(r, times=True)})"
-    return f"{base}: {a}'s is {r['mean']:.2f}x ({fmt_interval(r, times=True)}), {d['mean']:,.1f} µs more ({fmt_interval(d, 'µs')})"
+    more = "more" if d["mean"] >= 0 else "less"
+    return (f"{base}: {a}'s is {r['mean']:.2f}x ({fmt_interval(r, times=True)}), {abs(d['mean']):,.1f} µs {more} "
+            f"({fmt_interval(d, 'µs')})")
 
 
 def build(floor, compose=None):

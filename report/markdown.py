@@ -1,7 +1,7 @@
 """report.md (pure rendering)."""
 from report.breakdown import fmt_diff, figures_for
 from report.stats import CONFIDENCE
-from report.values import METRICS, generator, headline, is_max, number
+from report.values import CORE_MODES, METRICS, generator, headline, is_max, number
 from report.warnings import MAX_DROPPED_SHARE, MAX_K6_CPU_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, SAME_CEILING
 
 def fmt(v, decimals=2, suffix=""):
@@ -86,7 +86,39 @@ def na_cell(entry, key, decimals):
     return f"n/a ({why.split(' (')[0]})" if why else "n/a"  # the warnings give the rest
 
 
-def workload_section(w, wl, charts, settings=None):
+def modes_table(wl, cores):
+    """The server cores' time by mode per request, per path, or why not given."""
+    cores = cores or {}
+    if not cores.get("cores"):
+        return [f"The server cores' time by mode is not given: {cores.get('missing') or 'unknown cores'}.", ""]
+    modes = [f"core_{m}_us_per_req" for m in CORE_MODES]
+    lines = [f"The server cores' time by mode (cores {','.join(map(str, cores['cores']))}: nginx, the app and the "
+             "kernel's work on them, from node-exporter's per-CPU counters; µs per request, means over rounds). "
+             "A difference between paths in system or softirq time is the kernel's share of what the path costs.",
+             "", "| path | " + " | ".join(CORE_MODES) + " | total |", "| --- |" + " ---: |" * (len(CORE_MODES) + 1)]
+    for path, e in wl["paths"].items():
+        vals = [e["mean"].get(k) for k in modes]
+        total = sum(v for v in vals if v is not None) if any(v is not None for v in vals) else None
+        lines.append(f"| {path} | " + " | ".join(na_cell(e, k, 1) for k in modes) + f" | {fmt(total, 1)} |")
+    return lines + [""]
+
+
+def conntrack_line(wl):
+    """The app's connection-tracking table over the workload's phases, or
+    nothing where its namespace tracks none (or its metrics are not the lab's)."""
+    ends = {path: e["max"].get("conntrack_entries") for path, e in wl["paths"].items()}
+    if all(v is None for v in ends.values()):
+        return []
+    fill = max((e["max"].get("conntrack_fill") or 0) for e in wl["paths"].values())
+    drops = sum((e["mean"].get("conntrack_drops") or 0) * len(e["rounds"]) for e in wl["paths"].values())
+    return [("Connection tracking in the app's network namespace (Docker's embedded DNS puts NAT rules there, and "
+             "with them tracking; a pod's sidecar has none): each new TCP connection is an entry that outlives it "
+             "by 120 s (TIME_WAIT); the socket's are none. Entries at the end of a phase, at most: "
+             + ", ".join(f"{path} {fmt(v, 0)}" for path, v in ends.items())
+             + f"; the table at most {fill:.0%} full; {drops:,.0f} connections dropped by it."), ""]
+
+
+def workload_section(w, wl, charts, settings=None, cores=None):
     settings = settings or {}
     lines = [f"## Workload `{w}`", ""]
     lines += [
@@ -129,6 +161,8 @@ def workload_section(w, wl, charts, settings=None):
             )
         lines.append("")
     lines += breakdown_table(wl.get("breakdown") or {}, settings)
+    lines += modes_table(wl, cores)
+    lines += conntrack_line(wl)
     for c in charts:
         if c["workload"] == w:
             lines += [f"![{c['title']}]({c['file']})", ""]
@@ -139,7 +173,8 @@ def breakdown_table(terms, settings=None):
     """Where the time goes: each term's difference, per figure, in its unit."""
     if not terms:
         return []
-    figures = figures_for(settings or {})
+    # A figure no term has (the cores' split where they are not pinned) is left out.
+    figures = [f for f in figures_for(settings or {}) if any(t["figures"].get(f[0]) for t in terms.values())]
     lines = [
         "Where the time goes: one path minus another, round by round (less two more, where a term says so); mean "
         f"({CONFIDENCE:.0%} paired t-interval over rounds, share of the first path's figure). An interval that "
@@ -193,7 +228,7 @@ def render_markdown(rep):
     ]
     lines += machine_block(rep) + [""]
     for w, wl in rep["workloads"].items():
-        lines += workload_section(w, wl, rep["charts"], rep["settings"])
+        lines += workload_section(w, wl, rep["charts"], rep["settings"], rep.get("server_cores"))
     if rep.get("floor"):
         lines += ["## Down to the transport", ""] + rep["floor"] + [""]
     lines += ["## Warnings", ""]

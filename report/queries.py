@@ -5,7 +5,7 @@ import math
 import re
 
 from report.lab import APP, APP_LOAD, nginx_of, service
-from report.values import METRICS, div, generator, matrix_samples, number, scalar
+from report.values import CORE_MODES, METRICS, div, generator, matrix_samples, number, scalar
 
 # A counter sampled less often than the phase is long (cAdvisor: every 5-10 s,
 # its samples carry their own timestamps) can have fewer than two samples inside
@@ -21,12 +21,14 @@ CPU_TICK_S = 0.01
 # Which Prometheus job each server figure comes from, and its name, for the
 # reason a figure is missing.
 COLLECTORS = {"app": "the app", "nginx": "nginx-exporter", "nginx-log": "nginx-log-exporter",
-              "node": "node-exporter", "cadvisor": "cAdvisor"}
+              "node": "node-exporter", "node-cpu": "node-exporter (its CPU collector)", "cadvisor": "cAdvisor"}
 RAW_SOURCES = {
     "app_p50_s": "app", "app_p99_s": "app", "app_requests": "app", "app_cpu_s": "app", "app_cpu_fine_s": "app",
     "app_ctx_switches": "app", "app_container_cpu_s": "cadvisor",
     "nginx_cpu_s": "cadvisor", "k6_cpu_cores": "cadvisor", "nginx_requests": "nginx-log", "ctx_switches": "node",
     "connect_sum_s": "nginx-log", "connect_count": "nginx-log", "nginx_5xx": "nginx-log",
+    **{f"core_{m}_s": "node-cpu" for m in CORE_MODES},
+    "conntrack_entries": "app", "conntrack_limit": "app", "conntrack_drops": "app",
 }
 # Each server figure from its raw values (the last one divides, where two);
 # the per-request costs divide by the generator's own count (PER_GENERATOR_REQUEST).
@@ -36,8 +38,12 @@ FIGURE_INPUTS = {
     "app_ctx_switches_per_req": ["app_ctx_switches"],
     "nginx_cpu_us_per_req": ["nginx_cpu_s"], "host_ctx_switches_per_req": ["ctx_switches"],
     "nginx_connect_ms": ["connect_sum_s", "connect_count"], "k6_cpu_cores": ["k6_cpu_cores"],
+    **{f"core_{m}_us_per_req": [f"core_{m}_s"] for m in CORE_MODES},
+    "conntrack_entries": ["conntrack_entries"], "conntrack_fill": ["conntrack_entries", "conntrack_limit"],
+    "conntrack_drops": ["conntrack_drops"],
 }
-PER_GENERATOR_REQUEST = ("nginx_cpu_us_per_req", "app_ctx_switches_per_req", "host_ctx_switches_per_req")
+PER_GENERATOR_REQUEST = ("nginx_cpu_us_per_req", "app_ctx_switches_per_req", "host_ctx_switches_per_req",
+                         *(f"core_{m}_us_per_req" for m in CORE_MODES))
 # sum(increase(S[Ns] @ T)) and sum(rate(...)): a counter the report can also
 # read from its raw samples.
 COUNTER_EXPR = re.compile(r"^sum\((increase|rate)\((.+)\[[0-9]+s\] @ [0-9.]+\)\)$")
@@ -57,8 +63,40 @@ def phase_window(k6, phase):
     return start, start + phase["duration_s"]
 
 
-def server_queries(path, duration_s, end_s, gen="k6"):
-    """PromQL for one phase: instant queries at the window's end over its length."""
+def parse_cpuset(v):
+    """A cpuset ("0", "0-2", "0,3") as a set of cores; empty or None: None."""
+    if not v:
+        return None
+    cores = set()
+    for part in str(v).split(","):
+        lo, _, hi = part.strip().partition("-")
+        cores.update(range(int(lo), int(hi or lo) + 1))
+    return cores
+
+
+# Why the server cores' time by mode is not given on an unpinned lab: a
+# choice of the settings, said beside the figures, not a warning.
+UNPINNED = ("nginx and the app are not pinned (NGINX_CPUSET, APP_CPUSET): their cores run other work too, so no "
+            "core's time is theirs alone")
+
+
+def server_cores(limits):
+    """The cores nginx and the app are pinned to (sorted), or why the split by
+    mode is not given: (cores, None) or (None, reason). limits: the report's
+    compose limits per service."""
+    nginx, app = (parse_cpuset((limits.get(n) or {}).get("cpuset")) for n in ("nginx", "app"))
+    if nginx is None or app is None:
+        return None, UNPINNED
+    cores = nginx | app
+    for name, why in (("k6", "the load generator"), ("wrk", "the load generator")):
+        if (parse_cpuset((limits.get(name) or {}).get("cpuset")) or set()) & cores:
+            return None, f"{why} shares the server cores (LOADGEN_CPUSET): its time would be counted as theirs"
+    return sorted(cores), None
+
+
+def server_queries(path, duration_s, end_s, gen="k6", cores=None):
+    """PromQL for one phase: instant queries at the window's end over its
+    length; cores: the server cores, for their time by mode."""
     r = f"[{int(round(duration_s))}s] @ {end_s:.3f}"
     inc = lambda metric, sel="": f"sum(increase({metric}{'{' + sel + '}' if sel else ''}{r}))"  # noqa: E731
     # The app's native histogram (what Prometheus keeps of ours), or classic
@@ -85,6 +123,12 @@ def server_queries(path, duration_s, end_s, gen="k6"):
         "connect_count": inc("nginx_location_upstream_connect_seconds_count", f'path="{path}"'),
         "nginx_5xx": inc("nginx_location_requests_total", f'path="{path}",status=~"5.."'),
         "k6_cpu_cores": f"sum(rate(container_cpu_usage_seconds_total{{{service(gen)}}}{r}))",
+        # The table at the phase's end (entries outlive connections: 120 s in TIME_WAIT).
+        "conntrack_entries": f"max(app_netns_conntrack_entries{{{APP}}} @ {end_s:.3f})",
+        "conntrack_limit": f"max(app_netns_conntrack_entries_limit{{{APP}}} @ {end_s:.3f})",
+        "conntrack_drops": inc("app_netns_conntrack_drops_total", APP),
+        **({f"core_{m}_s": inc("node_cpu_seconds_total", f'cpu=~"{"|".join(map(str, cores))}",mode="{m}"')
+            for m in CORE_MODES} if cores else {}),
     }
 
 
@@ -224,13 +268,15 @@ def idle_baseline(k6, query):
     return out
 
 
-def server_values(query, phase, window, gen="k6"):
+def server_values(query, phase, window, gen="k6", cores=(None, "not asked")):
     """The raw values of one phase, the ones read from samples around the window
-    (sparse counters), and why the others are missing."""
+    (sparse counters), and why the others are missing. cores: server_cores()'s answer."""
     if window is None:
         return {}, [], {k: "load.json has no start time" for k in RAW_SOURCES}
-    exprs = server_queries(phase["path"], phase["duration_s"], window[1], gen)
+    exprs = server_queries(phase["path"], phase["duration_s"], window[1], gen, cores[0])
     raw, estimated, why, cache = {}, [], {}, {}
+    if not cores[0]:
+        why.update({f"core_{m}_s": cores[1] for m in CORE_MODES})
     for k, e in exprs.items():
         raw[k] = scalar(query, e)
         # No 5xx series means none was logged: nothing missing.
@@ -246,12 +292,12 @@ def server_values(query, phase, window, gen="k6"):
     return raw, estimated, why
 
 
-def server_figures_explained(query, phase, window, gen="k6", baseline=None):
+def server_figures_explained(query, phase, window, gen="k6", baseline=None, cores=(None, "not asked")):
     """(figures, estimated, missing, resolution): the figures, those read from
     samples around the window, why each missing one is missing, and the
     resolution of those read from a coarse counter. baseline is
-    idle_baseline's answer (None: none measured)."""
-    raw, estimated_raw, why = server_values(query, phase, window, gen)
+    idle_baseline's answer (None: none measured); cores server_cores()'s."""
+    raw, estimated_raw, why = server_values(query, phase, window, gen, cores)
     # The fine counter is an alternative to the ticks: its absence is no gap.
     why.pop("app_cpu_fine_s", None)
     idle_rate = (baseline or {}).get("host_ctx_switches_per_s")
@@ -276,7 +322,7 @@ def server_figures_explained(query, phase, window, gen="k6", baseline=None):
             missing[fig] = "no requests in the window"
         else:
             missing[fig] = "no value (NaN)"
-    return figures, estimated, missing, resolution(raw)
+    return figures, estimated, missing, resolution(raw, phase.get("requests"))
 
 
 def app_cpu(raw):
@@ -316,19 +362,28 @@ def server_figures_from(raw, window, phase, idle_rate=None):
         # No 5xx series means none was logged; no window means unknown.
         "nginx_5xx": (get("nginx_5xx") or 0.0) if window is not None else None,
         "k6_cpu_cores": get("k6_cpu_cores"),
+        **{f"core_{m}_us_per_req": div(get(f"core_{m}_s"), requests, 1e6) for m in CORE_MODES},
+        "conntrack_entries": get("conntrack_entries"),
+        "conntrack_fill": div(get("conntrack_entries"), get("conntrack_limit")),
+        "conntrack_drops": get("conntrack_drops"),
     }
 
 
-def resolution(raw):
+def resolution(raw, requests=None):
     """Per figure read from a coarse counter, the smallest step it can show
     in this phase: the app's CPU per request from clock ticks (where the app
-    has no finer counter), one tick over its requests."""
+    has no finer counter), one tick over its requests; the cores' time by mode
+    (/proc/stat, in ticks too), one tick over the generator's requests."""
     n = raw.get("app_requests")
     coarse = raw.get("app_cpu_fine_s") is None and raw.get("app_cpu_s") is not None
-    return {"app_cpu_us_per_req": CPU_TICK_S * 1e6 / n} if n and coarse else {}
+    out = {"app_cpu_us_per_req": CPU_TICK_S * 1e6 / n} if n and coarse else {}
+    if requests:
+        out.update({f"core_{m}_us_per_req": CPU_TICK_S * 1e6 / requests for m in CORE_MODES
+                    if raw.get(f"core_{m}_s") is not None})
+    return out
 
 
-def phase_figures_with(k6, query, baseline):
+def phase_figures_with(k6, query, baseline, cores=(None, "not asked")):
     """Every measured phase with its window and figures, in run order, given
     the idle baseline (idle_baseline); `missing` says why a server figure is
     n/a, `estimated` which ones came from samples around the window,
@@ -337,7 +392,7 @@ def phase_figures_with(k6, query, baseline):
     gen = generator(k6.get("settings") or {})
     for p in measured_phases(k6):
         window = phase_window(k6, p)
-        server, estimated, missing, res = server_figures_explained(query, p, window, gen, baseline)
+        server, estimated, missing, res = server_figures_explained(query, p, window, gen, baseline, cores)
         out.append({
             "name": p["name"],
             "workload": p["workload"],

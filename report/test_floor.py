@@ -67,6 +67,9 @@ def test_no_difference_is_said_so_and_one_round_gives_no_verdict():
     x = {**s, "ratio": {**s["ratio"], "lo": 1.01, "hi": 1.2, "mean": 1.1, "p": 0.04, "p_holm": 0.2, "rounds": 4}}
     assert "no measurable difference once the run's comparisons are judged together (95% CI 1.01-1.20x, 4 rounds alone)" \
         in floor.sentence(x)
+    faster = floor.build(floor_doc(uds=15.0, loopback=10.0))
+    s = next(x for x in faster["comparisons"] if (x["key"], x["measure"]) == ("socket", "rtt-100"))
+    assert "loopback's is 0.67x" in floor.sentence(s) and " µs less (95% CI -" in floor.sentence(s)
     one = floor.build(floor_doc(rounds=1))
     assert "1 round, no interval, no verdict" in floor.sentence(one["comparisons"][0])
 

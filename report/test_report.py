@@ -1074,3 +1074,75 @@ def test_the_precision_line_says_met_not_met_or_nothing_to_narrow():
         "(PRECISION; at most 48).")
     assert "no comparison of the answer to narrow" in precision_line({**p, "comparisons": []})
     assert precision_line(None) is None
+
+
+# ---------------------------------------------------------------- server cores by mode
+
+
+def test_server_cores_are_nginx_and_the_apps_when_both_are_pinned_apart_from_the_generator():
+    lim = lambda nginx, app, gen="": {"nginx": {"cpuset": nginx}, "app": {"cpuset": app}, "k6": {"cpuset": gen}}  # noqa: E731
+    assert queries.server_cores(lim("0", "1-2", "3")) == ([0, 1, 2], None)
+    assert queries.server_cores(lim("0", "0")) == ([0], None)
+    assert queries.server_cores(lim("0", "")) == (None, queries.UNPINNED)
+    cores, why = queries.server_cores(lim("0,1", "1", "1"))
+    assert cores is None and "the load generator shares the server cores (LOADGEN_CPUSET)" in why
+
+
+def test_the_cores_time_by_mode_per_request_with_its_resolution():
+    pinned = {"services": {**COMPOSE["services"], "app": {**COMPOSE["services"]["app"], "cpuset": "1"},
+                           "k6": {**COMPOSE["services"]["k6"], "cpuset": "2,3"}}}
+    k6 = make_k6(paths=("tcp-lo", "uds-lo"), rounds=2, duration=10)  # 1000 requests a phase
+    modes = {("node_cpu_seconds_total", 'cpu=~"0|1"', f'mode="{m}"'): v
+             for m, v in (("user", 0.05), ("system", 0.03), ("softirq", 0.02), ("irq", None))}
+    rep = build(k6, server_table(k6, modes), pinned)
+    assert rep["server_cores"] == {"cores": [0, 1], "missing": None}
+    ph = rep["phases"][0]
+    assert ph["figures"]["core_user_us_per_req"] == pytest.approx(50)
+    assert ph["figures"]["core_softirq_us_per_req"] == pytest.approx(20)
+    assert ph["figures"]["core_irq_us_per_req"] is None and "core_irq_us_per_req" in ph["missing"]
+    assert ph["resolution"]["core_system_us_per_req"] == pytest.approx(10)  # one 10 ms tick over 1000 requests
+    md = markdown.render_markdown(rep)
+    assert "The server cores' time by mode (cores 0,1:" in md
+    assert "| tcp-lo | 50.0 | 30.0 | 20.0 | n/a" in md
+    assert "server cores' softirq per request (µs)" in md  # a breakdown column, pinned
+
+
+def test_unpinned_cores_say_why_once_and_raise_no_warning():
+    k6 = make_k6(paths=("tcp-lo", "uds-lo"), rounds=2)
+    rep = build(k6)
+    assert rep["server_cores"]["missing"] == queries.UNPINNED
+    md = markdown.render_markdown(rep)
+    assert f"The server cores' time by mode is not given: {queries.UNPINNED}." in md
+    assert "server cores" not in " ".join(w["message"] for w in rep["warnings"])
+    assert "softirq per request" not in md  # no breakdown column of n/a
+
+
+def test_conntrack_entries_fill_and_a_table_near_full():
+    k6 = make_k6(paths=("tcp-lo", "uds-lo"), rounds=2, duration=10)
+    table = server_table(k6, {"app_netns_conntrack_entries_limit": 1000, "app_netns_conntrack_entries{": 850,
+                              "app_netns_conntrack_drops_total": 0})
+    rep = build(k6, table)
+    ph = rep["phases"][0]
+    assert (ph["figures"]["conntrack_entries"], ph["figures"]["conntrack_drops"]) == (850, 0)
+    assert ph["figures"]["conntrack_fill"] == pytest.approx(0.85)
+    md = markdown.render_markdown(rep)
+    assert "Entries at the end of a phase, at most: tcp-lo 850, uds-lo 850; the table at most 85% full; 0 connections" in md
+    (w,) = [w for w in rep["warnings"] if w["kind"] == "conntrack_full"]
+    assert "reached 85% of its limit" in w["message"] and len(w["phases"]) == 4
+
+
+def test_no_conntrack_series_is_neither_a_line_nor_a_warning():
+    rep = build(make_k6(paths=("tcp-lo", "uds-lo"), rounds=2))
+    assert "Connection tracking" not in markdown.render_markdown(rep)
+    assert not [w for w in rep["warnings"] if "conntrack" in w["message"]]
+
+
+def test_max_answer_says_when_holm_takes_a_ratio_back():
+    """Two ratios whose intervals exclude 1 alone (p about 0.03 each) but not
+    once judged together: the answer must not print "no measurable difference"
+    beside an interval that excludes 1 without saying why."""
+    ratios = [1.30, 1.05, 1.25, 1.02, 1.22]
+    phases = [{"workload": "ping", "path": p, "round": r, "figures": {"rps": 1000.0 * (x if p.startswith("uds") else 1)}}
+              for r, x in enumerate(ratios, 1) for p in ("tcp-lo", "uds-lo", "tcp-lo-ka", "uds-lo-ka")]
+    text = breakdown.max_answer("ping", phases, {"mode": "max", "generator": "wrk", "connections": 64})
+    assert text.count("no measurable difference once the comparisons are judged together (95% CI 1.02-1.33x, 5 rounds alone)") == 2, text

@@ -22,7 +22,21 @@ METRICS = {
     "nginx_connect_ms": ("nginx upstream connect", "ms", 3),
     "nginx_5xx": ("nginx 5xx", "", 0),
     "k6_cpu_cores": ("load generator CPU", "cores", 2),
+    # The server cores' time (NGINX_CPUSET and APP_CPUSET) by mode, per request:
+    # nginx, the app and the kernel's work for them, softirq (packets) included.
+    "core_user_us_per_req": ("server cores user/req", "µs", 1),
+    "core_system_us_per_req": ("server cores system/req", "µs", 1),
+    "core_softirq_us_per_req": ("server cores softirq/req", "µs", 1),
+    "core_irq_us_per_req": ("server cores irq/req", "µs", 1),
+    # The app's network namespace's connection-tracking table at the phase's
+    # end (entries outlive their connection: 120 s in TIME_WAIT), its fill,
+    # and the connections it dropped in the phase.
+    "conntrack_entries": ("conntrack entries (app's namespace)", "", 0),
+    "conntrack_fill": ("conntrack table fill (app's namespace)", "", 3),
+    "conntrack_drops": ("conntrack drops (app's namespace)", "", 0),
 }
+# The modes of the split, in node-exporter's names.
+CORE_MODES = ("user", "system", "softirq", "irq")
 # The ratios to tcp that decide what the run says: at a fixed rate, latency and
 # cost per request; in max mode, requests/s first. Context switches: the app's
 # own, which the path causes; the host's, even above idle, carry the

@@ -1,5 +1,6 @@
 """The report's warnings (pure), each threshold stated in its "How to read this"."""
 from report.lab import BASELINE
+from report.queries import UNPINNED
 from report.stats import fmt_interval, judge
 from report.values import METRICS, generator, headline, is_max
 
@@ -12,6 +13,7 @@ MAX_DROPPED_SHARE = 0.01
 MAX_K6_CPU_SHARE = 0.90  # k6 at or above this share of its CPU limit: k6 was busy
 MIN_PHASE_S = 5  # five scrapes of the app and nginx-log-exporter (prometheus.yml: every 1 s); node-exporter and
 # cAdvisor (5 s) are read from the samples around a shorter window
+CONNTRACK_FULL = 0.8  # the share of nf_conntrack_max past which the report warns
 SAME_CEILING = 1.05  # max mode: every path within 5% of the others: one ceiling, likely the generator's
 
 
@@ -34,9 +36,21 @@ def figure_warnings(phases):
     groups = {}
     for p in phases:
         for f, why in (p.get("missing") or {}).items():
-            if why.endswith(" in the window") or why == "load.json has no start time":
+            if why.endswith(" in the window") or why in ("load.json has no start time", UNPINNED):
                 continue
+            if f.startswith("conntrack_"):
+                continue  # optional: a namespace without tracking, or an app without the lab's metrics
             groups.setdefault((f, why), []).append(p["name"])
+    full = []
+    for p in phases:
+        fill = (p.get("figures") or {}).get("conntrack_fill")
+        if fill is not None and fill >= CONNTRACK_FULL:
+            full.append((p["name"], fill))
+    if full:
+        out.append(warning("conntrack_full", f"the app's network namespace's connection-tracking table reached "
+                           f"{max(f for _, f in full):.0%} of its limit: when it is full, new connections are "
+                           "dropped (entries outlive their TCP connection by 120 s; fewer new connections, a "
+                           "shorter run, or a larger nf_conntrack_max)", [n for n, _ in full]))
     for (f, why), names in groups.items():
         out.append(warning("missing_figures", f"{METRICS[f][0]}: n/a in {len(names)} of {len(phases)} phases: {why}", names))
     return out

@@ -78,6 +78,7 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newSockstatCollector("/proc/net/sockstat"),
+		newConntrackCollector("/proc/sys/net/netfilter", "/proc/net/stat/nf_conntrack"),
 		newRusageCollector(),
 	)
 	f := promauto.With(reg)
