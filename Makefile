@@ -31,17 +31,24 @@ doctor: ## Check this machine's Docker for the lab: what will run, what will be 
 	@scripts/doctor.sh
 
 # make up runs the doctor's checks first: it stops on what would break the lab
-# (no engine, a port taken, a CPU set beyond the cores) and degrades the
+# (no engine, a port taken, a CPU set beyond the cores; then, before starting
+# anything, an image neither here nor pullable) and degrades the
 # watchers that cannot run here (node-exporter without rslave, or left out
 # like cAdvisor), so that the lab starts whenever nginx, the app, Prometheus
 # and Grafana can. The watchers start first and become healthy while the core
 # does (about 5 s saved); their own --wait afterwards says whether they made it.
+# An APP_IMAGE that is neither here nor pullable, named as the setting it came from.
+APP_IMAGE_GONE = make: APP_IMAGE=$$APP_IMAGE: not on this machine and cannot be pulled (docker said why, above); \
+	a reference stack's is built with docker build -t $$APP_IMAGE stacks/<stack> (stacks/README.md)
+
 .PHONY: up
 up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset) and wait until healthy
 	@plan=$$(scripts/doctor.sh --up) || exit 1; set -a; eval "$$plan"; set +a; \
 	if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app nginx-log-exporter; \
 	else $(COMPOSE) build nginx-log-exporter; \
-	docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE"; fi; \
+	docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE" || { echo "$(APP_IMAGE_GONE)" >&2; exit 2; }; fi; \
+	$(COMPOSE) pull --policy missing --ignore-buildable $$UP_CORE $$UP_OPTIONAL 2>&1 | { grep -v "Skipped - Image is already present" || true; } || { \
+		echo "make up: an image the lab needs is not on this machine and cannot be pulled (above: which, and why): nothing was started" >&2; exit 2; }; \
 	for s in $$UP_LEFT_OUT; do $(COMPOSE) rm -fsv $$s >/dev/null 2>&1 || true; done; \
 	for s in $$UP_OPTIONAL; do $(COMPOSE) up -d --no-build --no-deps $$s >/dev/null 2>&1 || true; done; \
 	$(COMPOSE) up -d --no-build --wait $$UP_CORE; \
@@ -125,7 +132,7 @@ report: ## Write results/<run>/report.md, report.json and charts for the last ru
 .PHONY: contract
 contract: ## Check an app image against the contract (APP_IMAGE=<image>, default the lab's app; ENDPOINT=<a route of it>; APP_PROTOCOL=fastcgi for PHP-FPM) and print the tables
 	@if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app; \
-	else docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE"; fi
+	else docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE" || { echo "$(APP_IMAGE_GONE)" >&2; exit 2; }; fi
 	$(COMPOSE) --profile contract build contract
 	CONTRACT_PROJECT=$(call env,COMPOSE_PROJECT_NAME)-contract COMPOSE="$(COMPOSE)" python3 contract/contract.py
 

@@ -38,7 +38,9 @@ def run(tmp_path, env, images=(), failing=""):
                                  f'  case " {" ".join(images)} " in *" $3 "*) exit 0 ;; *) exit 1 ;; esac\nfi\n')
     for f in bin_.iterdir():
         f.chmod(0o755)
-    full_env = {**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}", "MAKE": str(bin_ / "make"),
+    # A stand-in image named in the shell (tests/e2e/standins.sh's STACK_*_IMAGE) is not the test's.
+    mine = {k: v for k, v in os.environ.items() if not (k.startswith("STACK_") and k.endswith("_IMAGE"))}
+    full_env = {**mine, "PATH": f"{bin_}:{os.environ['PATH']}", "MAKE": str(bin_ / "make"),
                 "COMPOSE": str(bin_ / "compose"), **env}
     p = subprocess.run(["bash", str(SCRIPT)], env=full_env, capture_output=True, text=True, timeout=60)
     return p.returncode, p.stderr, calls.read_text().splitlines()

@@ -93,3 +93,23 @@ func TestOldLoadGeneratorSettingsStopTheRun(t *testing.T) {
 		t.Errorf("make with K6_CPUSET=1: err %v, want a failure naming LOADGEN_CPUSET:\n%s", err, out)
 	}
 }
+
+// make up checks that every image is here or pullable before it starts
+// anything (a pull that fails leaves nothing half-started), and names
+// APP_IMAGE when that one is neither.
+func TestUpPullsBeforeItStartsAnything(t *testing.T) {
+	cmd := exec.Command("make", "-n", "up", "APP_IMAGE=example.invalid/app:1")
+	cmd.Dir = lab.Root(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n up: %v\n%s", err, out)
+	}
+	s := string(out)
+	pull, start := strings.Index(s, "pull --policy missing"), strings.Index(s, " up -d")
+	if pull < 0 || start < 0 || pull > start {
+		t.Errorf("make up does not pull what is missing before its first `up -d` (pull at %d, up at %d):\n%s", pull, start, s)
+	}
+	if !strings.Contains(s, `make: APP_IMAGE=$APP_IMAGE: not on this machine and cannot be pulled`) {
+		t.Errorf("make up does not name APP_IMAGE when its image cannot be had:\n%s", s)
+	}
+}
