@@ -163,10 +163,14 @@ def render(image, clauses):
     table("Required (the lab cannot run without these):", req, "FAIL")
     table("Optional (what an app may leave out):", opt, "missing")
     missing = [c for c in opt if not c["pass"]]
-    panels = [(c, p) for c in missing for p in c.get("panels") or []]
+    # A panel several missing metrics feed is listed once, with each of them.
+    panels = {}
+    for c in missing:
+        for p in c.get("panels") or []:
+            panels.setdefault(p, []).append(f"{c['clause']}: {c['why']}")
     if panels:
         lines += ["", "Panels left empty:"]
-        lines += [f"  {p}  ({c['clause']}: {c['why']})" for c, p in panels]
+        lines += [f"  {p}  ({'; '.join(why)})" for p, why in panels.items()]
     workloads = sorted(c["workload"] for c in missing if c.get("workload"))
     if workloads:
         lines += ["", "Workloads (SCENARIO=) this image cannot run: " + ", ".join(workloads)]

@@ -211,3 +211,14 @@ def test_the_script_end_to_end_with_a_fake_docker(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_a_panel_two_missing_metrics_feed_is_listed_once():
+    clauses = [ct.clause(ct.SERVES, True, "200 on both")] + [
+        ct.clause(f"metric {m}", False, "absent", required=False, effect="panels left empty")
+        | {"panels": ["paths / App CPU per request"]}
+        for m in ("process_cpu_seconds_total", "app_process_cpu_seconds_total")]
+    text, _ = ct.render("me/app:1", clauses)
+    assert text.count("paths / App CPU per request") == 1
+    assert ("  paths / App CPU per request  (metric process_cpu_seconds_total: absent; "
+            "metric app_process_cpu_seconds_total: absent)") in text

@@ -254,9 +254,10 @@ def describe(s, phases, route=None, first=1):
 
 
 def progress(phases, i):
-    """What the runner says as phase i (0-based) starts."""
+    """What the runner says as phase i (0-based) starts; a warm-up phase (round 0) says it is one."""
     left = length_s(phases) - phases[i]["start_offset_s"]
-    return f"phase {i + 1}/{len(phases)} {phases[i]['name']}: about {clock(left)} left"
+    warm = " (warm-up, left out of the report)" if phases[i]["round"] == 0 else ""
+    return f"phase {i + 1}/{len(phases)} {phases[i]['name']}{warm}: about {clock(left)} left"
 
 
 def build(env, catalogue):
@@ -342,7 +343,8 @@ def floor_build(env, catalogue):
     total = sum(p["duration_s"] for p in phases)
     left = total
     for i, p in enumerate(phases):
-        p["progress"] = f"phase {i + 1}/{len(phases)} {p['name']}: about {clock(left)} left"
+        warm = " (warm-up)" if p["round"] == 0 else ""
+        p["progress"] = f"phase {i + 1}/{len(phases)} {p['name']}{warm}: about {clock(left)} left"
         left -= p["duration_s"]
     warm = f"{s['warmup']} s warm-up + " if s["warmup"] > 0 else ""
     describe = (f"{len(phases)} phases, about {clock(total)}: {len(s['transports'])} transports x ({warm}"

@@ -87,7 +87,7 @@ def test_the_floor_plan_counterbalances_transports_and_measures_each():
         assert (p["measure"] == "connect") == ("max_ops" in p)
     assert doc["describe"] == ("57 phases, about 1m00s: 3 transports x (2 s warm-up + 6 x (2 round-trip sizes + "
                                "connect) x 1 s), order counterbalanced (SEED=7)")
-    assert doc["phases"][0]["progress"] == "phase 1/57 floor__uds__rtt-100__r0: about 1m00s left"
+    assert doc["phases"][0]["progress"] == "phase 1/57 floor__uds__rtt-100__r0 (warm-up): about 1m00s left"
 
 
 @pytest.mark.parametrize("env, message", [

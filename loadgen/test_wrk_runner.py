@@ -126,7 +126,7 @@ def test_the_default_plan_states_its_length():
     assert runplan.describe(s, phases) == (
         "104 phases, about 10m18s: 10 s idle + 1 workload(s) x 8 paths x (3 s warm-up + 12 x 5 s), "
         "1 s between phases, order counterbalanced (SEED=42)")
-    assert runplan.progress(phases, 0) == "phase 1/104 ping__tcp__r0: about 10m07s left"
+    assert runplan.progress(phases, 0) == "phase 1/104 ping__tcp__r0 (warm-up, left out of the report): about 10m07s left"
     assert runplan.progress(phases, 103) == f"phase 104/104 {phases[-1]['name']}: about 5s left"
 
 
@@ -139,7 +139,7 @@ def test_plan_py_writes_the_plan_k6_runs(tmp_path):
     assert doc == json.loads(json.dumps(runplan.build(env, CATALOGUE)))
     assert doc["settings"]["seed"] == 9 and doc["settings"]["rate"] == 50
     assert doc["phases"][0]["url"] == "http://nginx:8080/tcp/ping"
-    assert doc["phases"][0]["progress"].startswith("phase 1/6 ping__tcp__r0: about ")
+    assert doc["phases"][0]["progress"].startswith("phase 1/6 ping__tcp__r0 (warm-up, left out of the report): about ")
 
 
 @pytest.mark.parametrize("env, line", [

@@ -77,9 +77,16 @@ def gains(rep, stack=None):
     return out
 
 
-def cell(g):
+def absent(pair, settings):
+    """Why a pair has no figure in a stack's run: the paths PATHS left out."""
+    ran = (settings or {}).get("paths") or []
+    gone = [p for p in pair.split("/") if p not in ran]
+    return f"{' and '.join(gone)} not in PATHS" if gone else "no phases in the run"
+
+
+def cell(g, why="not measured"):
     if g is None:
-        return "not measured"
+        return f"not measured ({why})" if why != "not measured" else why
     d, v = g["p50_saved_us"], g["verdict"]
     if d is None:
         return v
@@ -134,8 +141,9 @@ def render(c):
         for s, st in c["stacks"].items():
             wl = st["workloads"].get(w, {})
             base = wl.get(base_pair, {}).get("p50_saved_us")
-            median = f"{base['a_mean']:,.0f} µs" if base else "n/a"
-            lines.append(f"| {s} | {median} | " + " | ".join(cell(wl.get(p)) for p in c["pairs"]) + " |")
+            median = f"{base['a_mean']:,.0f} µs" if base else f"n/a ({absent(base_pair, st['settings'])})"
+            lines.append(f"| {s} | {median} | "
+                         + " | ".join(cell(wl.get(p), absent(p, st["settings"])) for p in c["pairs"]) + " |")
         lines += [""] + [f"- {summary(s, st['workloads'][w])}" for s, st in c["stacks"].items() if w in st["workloads"]]
         lines.append("")
     lines += ["## Runs", ""] + [f"- {s}: `results/{st['testid']}/report.md` ({st['warnings']} warnings)"

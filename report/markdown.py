@@ -133,8 +133,8 @@ def workload_section(w, wl, charts, settings=None, cores=None):
         nginx_cpu = na_cell(e, "nginx_cpu_us_per_req", 1)
         lines.append(
             f"| {path} | {fmt(m['rps'], 1)} | {fmt(m['client_p50_ms'], 3)} | {fmt(m['client_p95_ms'], 3)} | "
-            f"{fmt(m['client_p99_ms'], 3)} | {fmt(m['app_p50_ms'], 3)} | {fmt(m['app_p99_ms'], 3)} | "
-            f"{fmt(m['nginx_connect_ms'], 3)} | {fmt(m['app_cpu_us_per_req'], 1)} | "
+            f"{fmt(m['client_p99_ms'], 3)} | {na_cell(e, 'app_p50_ms', 3)} | {na_cell(e, 'app_p99_ms', 3)} | "
+            f"{na_cell(e, 'nginx_connect_ms', 3)} | {na_cell(e, 'app_cpu_us_per_req', 1)} | "
             f"{na_cell(e, 'app_ctx_switches_per_req', 2)} | {nginx_cpu} | "
             f"{na_cell(e, 'host_ctx_switches_per_req', 2)} | {errors_cell(e, generator(settings))} |"
         )
@@ -209,6 +209,18 @@ def precision_line(p):
             f"comparison is {w} ({worst['pair']}, `{worst['workload']}`). More rounds, or a quieter machine, narrow it.")
 
 
+def phases_named(names, total, most=6):
+    """A warning's phases in words: all of them, a few by name, or the first
+    few and how many more (a list of every phase name says nothing)."""
+    if not names:
+        return ""
+    if len(names) == total and total > 1:
+        return f" Phases: all {total}."
+    if len(names) <= most:
+        return f" Phases: {', '.join(names)}."
+    return f" Phases: {', '.join(names[:3])} and {len(names) - 3} more (report.json lists them)."
+
+
 def render_markdown(rep):
     lines = [f"# uds-lab report: run `{rep['testid']}`", "", "## The answer", ""]
     for wl in rep["workloads"].values():
@@ -235,7 +247,7 @@ def render_markdown(rep):
     if rep["warnings"]:
         for wn in rep["warnings"]:
             where = " / ".join(x for x in (wn["workload"], wn["path"]) if x)
-            phases = f" Phases: {', '.join(wn['phases'])}." if wn["phases"] else ""
+            phases = phases_named(wn["phases"], len(rep["phases"]))
             lines.append(f"- **{wn['kind']}**{' (' + where + ')' if where else ''}: {wn['message']}.{phases}")
     else:
         lines.append("- none")

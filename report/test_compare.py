@@ -15,7 +15,8 @@ def rep(testid, p50_ms, cpu=None):
         for r, v in enumerate(values):
             figures = {"client_p50_ms": v, "app_cpu_us_per_req": (cpu or {}).get(path, [None] * len(values))[r]}
             phases.append({"workload": "ping", "path": path, "round": r, "figures": figures})
-    return {"testid": testid, "settings": {"rate": 200}, "warnings": [], "phases": phases, "workloads": {"ping": {}}}
+    return {"testid": testid, "settings": {"rate": 200, "paths": list(p50_ms)}, "warnings": [], "phases": phases,
+            "workloads": {"ping": {}}}
 
 
 def test_saving_hidden_and_not_measurable():
@@ -38,7 +39,7 @@ def test_saving_hidden_and_not_measurable():
     assert "| stack | tcp-lo's median |" in md
     assert "| go | 1,033 µs | the socket saves: 300 µs (95% CI 300 to 300 µs, 3 rounds, 29%)" in md
     assert ("| php-fpm | 5,133 µs | hidden by the stack's own time: 100 µs (95% CI 100 to 100 µs, 3 rounds, 2%) "
-            "| not measured |") in md
+            "| not measured (uds-lo-ka and tcp-lo-ka not in PATHS) |") in md
     assert "no measurable difference (95% CI -187 to 207 µs, 3 rounds)" in md
     assert "- php-fpm: the socket's gain is real but under 5% of the stack's own median" in md
     assert "- go: the socket's gain stands out of the stack's own time on uds-lo vs tcp-lo, uds vs tcp." in md
@@ -106,3 +107,9 @@ def test_main_writes_and_refuses(tmp_path, capsys):
     assert "php-fpm" in err and "make report RUN=c-php" in err
     assert compare.main(["--runs", "go", "--out", "c", "--results", str(tmp_path)]) == 2
     assert "want stack=testid" in capsys.readouterr().err
+
+
+def test_a_column_without_its_paths_says_which_were_left_out():
+    c = compare.compare({"go": rep("c-go", {"tcp": [1.0, 1.1], "uds": [0.7, 0.8]})})
+    md = compare.render(c)
+    assert "| go | n/a (uds-lo and tcp-lo not in PATHS) | not measured (uds-lo and tcp-lo not in PATHS) |" in md

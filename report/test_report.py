@@ -1146,3 +1146,17 @@ def test_max_answer_says_when_holm_takes_a_ratio_back():
               for r, x in enumerate(ratios, 1) for p in ("tcp-lo", "uds-lo", "tcp-lo-ka", "uds-lo-ka")]
     text = breakdown.max_answer("ping", phases, {"mode": "max", "generator": "wrk", "connections": 64})
     assert text.count("no measurable difference once the comparisons are judged together (95% CI 1.02-1.33x, 5 rounds alone)") == 2, text
+
+
+def test_a_warning_names_a_few_phases_not_all_of_them():
+    assert markdown.phases_named([], 10) == ""
+    assert markdown.phases_named(["a", "b"], 10) == " Phases: a, b."
+    assert markdown.phases_named([f"p{i}" for i in range(14)], 14) == " Phases: all 14."
+    assert markdown.phases_named([f"p{i}" for i in range(9)], 14) == " Phases: p0, p1, p2 and 6 more (report.json lists them)."
+
+
+def test_an_app_figure_missing_in_every_round_says_why_in_its_cell():
+    k6 = make_k6(paths=("tcp", "uds"), rounds=2)
+    rep = build(k6, server_table(k6, {"histogram_quantile(0.5,": None, "histogram_quantile(0.99,": None}))
+    row = next(l for l in markdown.render_markdown(rep).splitlines() if l.startswith("| tcp | "))
+    assert row.count("n/a (") >= 2 and "| n/a |" not in row.replace("n/a (cAdvisor", "x"), row

@@ -101,10 +101,12 @@ NODE_EXPORTER=$(binary node_exporter "uds-lab-standin/node-exporter:${NODE_EXPOR
 K6=$(binary k6 "uds-lab-standin/k6:${K6_IMAGE##*:}" k6 /home/k6)
 
 # The Go image is keyed by the go.sum files of every module built in an image
-# (services/*, contract/*): their modules are baked in.
+# (services/*, contract/*): their modules are baked in. A module without
+# dependencies (services/floor) has no go.sum.
 GO_VERSION=$(go env GOVERSION)
 GO_MODULES=$(ls services/*/go.mod contract/*/go.mod)
-GOLANG=uds-lab-standin/golang:${GO_VERSION#go}-$(cat $(sed 's/go.mod$/go.sum/' <<<"$GO_MODULES") | sha256sum | cut -c1-12)
+GO_SUMS=$(for m in $GO_MODULES; do [ ! -f "${m%go.mod}go.sum" ] || echo "${m%go.mod}go.sum"; done)
+GOLANG=uds-lab-standin/golang:${GO_VERSION#go}-$(cat $GO_SUMS | sha256sum | cut -c1-12)
 if ! have "$GOLANG"; then
   ctx=$(mktemp -d)
   log "collecting the modules of services/* and contract/* for $GOLANG"
