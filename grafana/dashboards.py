@@ -145,6 +145,16 @@ def query_var(name, label, query):
     }
 
 
+# The cores nginx and the app are pinned to (NGINX_CPUSET and APP_CPUSET, as a
+# regex): the kernel-time panels read only those cores' time. All by default.
+CORES = {
+    "type": "textbox",
+    "name": "cores",
+    "label": "Server cores (NGINX_CPUSET, APP_CPUSET as a regex, e.g. 0 or 0|1)",
+    "query": ".*",
+    "current": {"text": ".*", "value": ".*"},
+}
+
 TESTID = query_var("testid", "Test run", "label_values(k6_http_reqs_total, testid)")
 PATH = query_var("path", "Path", "label_values(k6_http_reqs_total, path)")
 
@@ -410,6 +420,30 @@ def paths_dashboard():
             "differ little here: see App context switches per request, and the report's figure above the run's "
             "idle baseline.",
             [by_active_path(f"sum(rate(node_context_switches_total[$__rate_interval])) / {nginx_req}")],
+            "short",
+        ),
+        *[timeseries(
+            f"{title} per request on the server cores",
+            f"The {title.lower()} time of the cores in Server cores (set it to NGINX_CPUSET and APP_CPUSET: with "
+            "nothing else pinned there, it is nginx's, the app's and the kernel's work for them) per request nginx "
+            f"handled, coloured by the path k6 was driving. {why} The report gives the same per phase, with "
+            "intervals, when the lab is pinned.",
+            [by_active_path(f'1e6 * sum(rate(node_cpu_seconds_total{{mode="{mode}",cpu=~"$cores"}}[$__rate_interval])) / {nginx_req}')],
+            "µs",
+        ) for title, mode, why in (
+            ("Softirq", "softirq", "Packets through the TCP/IP stack, the veth pair and the bridge: charged reliably "
+             "to no container, and what the socket saves most."),
+            ("System", "system", "System calls: connect, accept, send and receive, close."),
+        )],
+        timeseries(
+            "Connection tracking in the app's network namespace",
+            "Entries in the app's namespace's connection-tracking table and its limit (the lab's app exports them). "
+            "Docker's embedded DNS puts NAT rules in every container's namespace and with them tracking: each new "
+            "TCP connection to the app is an entry for 120 s (TIME_WAIT); the socket's are none. A full table drops "
+            "new connections.",
+            [target(f"app_netns_conntrack_entries{{{APP}}}", "entries"),
+             target(f"app_netns_conntrack_entries_limit{{{APP}}}", "limit"),
+             target(f"increase(app_netns_conntrack_drops_total{{{APP}}}[$__rate_interval])", "dropped")],
             "short",
         ),
         timeseries(

@@ -34,14 +34,36 @@ def env_value(environment, name):
     return None
 
 
-def compose_info(compose, gen="k6"):
+# Services compose.json has that a run of the paths does not use: make floor's,
+# make contract's and the report's own.
+NOT_IN_A_RUN = ("floor", "floor-near", "floor-far", "contract", "report")
+# The watchers make up may leave out, by their Prometheus job.
+WATCHER_JOBS = {"cadvisor": "cadvisor", "node-exporter": "node"}
+
+
+def ran(k6, query):
+    """The watchers that were up during the run ({service: bool}), from their
+    Prometheus job's `up` over the run; {} when the run has no start time."""
+    start_ms, phases = k6.get("start_ms"), k6.get("phases") or []
+    if start_ms is None or not phases:
+        return {}
+    end = start_ms / 1000 + max(p["start_offset_s"] + p["duration_s"] for p in phases)
+    span = int(end - start_ms / 1000) + 1
+    return {svc: bool(scalar(query, f'max(max_over_time(up{{job="{job}"}}[{span}s] @ {end:.3f}))'))
+            for svc, job in WATCHER_JOBS.items()}
+
+
+def compose_info(compose, gen="k6", up=None):
+    """Images and limits from compose.json: the images of the services this run
+    used (its generator, not the other; not a watcher that was not up)."""
     services = (compose or {}).get("services") or {}
     limits = {}
     for name in ("app", "nginx", gen):
         s = services.get(name) or {}
         limits[name] = {"cpus": s.get("cpus"), "cpuset": s.get("cpuset") or None, "mem_limit": s.get("mem_limit")}
     limits["nginx"]["worker_processes"] = env_value((services.get("nginx") or {}).get("environment"), "NGINX_WORKER_PROCESSES")
-    return {"images": {n: s.get("image") for n, s in sorted(services.items())}, "limits": limits}
+    skip = set(NOT_IN_A_RUN) | ({"k6", "wrk"} - {gen}) | {svc for svc, was in (up or {}).items() if not was}
+    return {"images": {n: s.get("image") for n, s in sorted(services.items()) if n not in skip}, "limits": limits}
 
 
 def build_report(k6, compose, query, prometheus_url=None):
@@ -49,7 +71,7 @@ def build_report(k6, compose, query, prometheus_url=None):
     settings = k6.get("settings") or {}
     machine = machine_info(query)  # first query: a Prometheus that does not answer stops here
     gen = generator(settings)
-    comp = compose_info(compose, gen)
+    comp = compose_info(compose, gen, ran(k6, query))
     baseline = idle_baseline(k6, query)
     cores = server_cores(comp["limits"])
     phases = phase_figures_with(k6, query, baseline, cores)

@@ -1160,3 +1160,13 @@ def test_an_app_figure_missing_in_every_round_says_why_in_its_cell():
     rep = build(k6, server_table(k6, {"histogram_quantile(0.5,": None, "histogram_quantile(0.99,": None}))
     row = next(l for l in markdown.render_markdown(rep).splitlines() if l.startswith("| tcp | "))
     assert row.count("n/a (") >= 2 and "| n/a |" not in row.replace("n/a (cAdvisor", "x"), row
+
+
+def test_images_are_of_the_services_the_run_used():
+    services = {n: {"image": f"img/{n}"} for n in ("app", "nginx", "k6", "wrk", "cadvisor", "node-exporter", "floor",
+                                                   "floor-near", "prometheus")}
+    got = context.compose_info({"services": services}, "wrk", {"cadvisor": False, "node-exporter": True})["images"]
+    assert sorted(got) == ["app", "nginx", "node-exporter", "prometheus", "wrk"]
+    k6 = make_k6(paths=("tcp", "uds"), rounds=2)
+    assert context.ran(k6, fake_query({'up{job="cadvisor"}': 0, 'up{job="node"}': 1})) == {
+        "cadvisor": False, "node-exporter": True}

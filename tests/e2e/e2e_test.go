@@ -97,6 +97,18 @@ func TestLab(t *testing.T) {
 		mk(t, "clean")
 		assertNothingLeft(t, project)
 		assertNothingLeft(t, project+"-contract")
+		// What the run wrote into the checkout and the image it built: gone,
+		// unless a failure leaves its runs to read.
+		exec.Command("docker", "image", "rm", "-f", minimalImage).Run()
+		if !t.Failed() {
+			runs, _ := filepath.Glob(lab.Path(t, "results", testid+"*"))
+			for _, r := range runs {
+				os.RemoveAll(r)
+			}
+			if last, err := os.ReadFile(lab.Path(t, "results", "last")); err == nil && strings.HasPrefix(string(last), testid) {
+				os.Remove(lab.Path(t, "results", "last"))
+			}
+		}
 	})
 
 	step(t, "make up", func() { mk(t, "up") })
@@ -501,7 +513,7 @@ func staleSocket(t *testing.T, prom, nginx string) {
 func checkPanels(t *testing.T, prom, testid string, from time.Time) {
 	to := time.Now()
 	vars := map[string]string{
-		"testid": testid, "path": ".*", "__rate_interval": "30s", "__interval": "15s",
+		"testid": testid, "path": ".*", "cores": ".*", "__rate_interval": "30s", "__interval": "15s",
 		"__range": fmt.Sprintf("%ds", int(to.Sub(from).Seconds())+1),
 	}
 	live, parsedOnly, byEvent := map[string]bool{}, map[string]bool{}, map[string]bool{}
@@ -559,7 +571,7 @@ func samples(t *testing.T, prom, query string, from, to time.Time) int {
 // each one's largest value: above 0 only where A itself had data.
 func fallbackPeaks(t *testing.T, prom, dashboard, title, testid string, from, to time.Time) map[string]float64 {
 	t.Helper()
-	vars := map[string]string{"testid": testid, "path": ".*", "__rate_interval": "30s", "__interval": "15s"}
+	vars := map[string]string{"testid": testid, "path": ".*", "cores": ".*", "__rate_interval": "30s", "__interval": "15s"}
 	peaks := map[string]float64{}
 	for _, q := range lab.PanelQueries(t) {
 		expr := lab.Substitute(q.Expr, vars)

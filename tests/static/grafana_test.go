@@ -143,7 +143,7 @@ func TestDashboards(t *testing.T) {
 
 // GrafanaSamples gives Grafana's variables a value for parsing.
 var grafanaSamples = map[string]string{
-	"__rate_interval": "1m", "__interval": "15s", "__range": "15m", "testid": "x", "path": "tcp",
+	"__rate_interval": "1m", "__interval": "15s", "__range": "15m", "testid": "x", "path": "tcp", "cores": "0|1",
 }
 
 // Every panel query parses with Prometheus's own PromQL parser, and every
