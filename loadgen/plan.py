@@ -130,7 +130,8 @@ def read_settings(env, catalogue):
         del s["precision"]
     else:
         s["max_rounds"] = whole(env, "MAX_ROUNDS", 4 * s["rounds"], s["rounds"])
-        if s["rounds"] < 2:
+        # The run's first batch must give an interval; a later one may add a single round.
+        if s["rounds"] < 2 and first_round(env) == 1:
             raise SettingError(f"PRECISION needs ROUNDS >= 2 (an interval needs two rounds), not {s['rounds']}")
     return s
 

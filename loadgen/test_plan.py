@@ -109,3 +109,10 @@ def test_plan_py_writes_the_floor_plan(tmp_path):
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert json.loads((tmp_path / "f" / "plan.json").read_text())["settings"]["mode"] == "floor"
+
+
+def test_a_later_batch_may_add_a_single_round():
+    """MAX_ROUNDS=3 after 2 rounds leaves room for one: the batch's ROUNDS=1
+    is no bad setting (it was refused, and e2e's make max stopped there)."""
+    batch = runplan.build({**BASE, "PRECISION": "0.01", "MAX_ROUNDS": "3", "ROUNDS": "1", "FIRST_ROUND": "3"}, CATALOGUE)
+    assert {p["round"] for p in batch["phases"]} == {3}
