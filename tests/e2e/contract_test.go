@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,9 +33,11 @@ type contractResult struct {
 // the lab's app) and reads its JSON.
 func contract(t *testing.T, settings ...string) contractResult {
 	t.Helper()
-	mk(t, append([]string{"contract"}, settings...)...)
+	// Its JSON in a temporary folder, not the checkout's results/.
+	out := filepath.Join(t.TempDir(), "contract.json")
+	mk(t, append([]string{"contract", "CONTRACT_OUT=" + out}, settings...)...)
 	var r contractResult
-	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", "contract.json"))), &r); err != nil {
+	if err := json.Unmarshal([]byte(mustRead(t, out)), &r); err != nil {
 		t.Fatal(err)
 	}
 	if !r.OK {

@@ -171,6 +171,11 @@ func TestPrivateRoot(t *testing.T) {
 	})
 
 	testid := "e2e-private-root-" + time.Now().UTC().Format("150405")
+	t.Cleanup(func() {
+		if !t.Failed() { // a failure leaves its run to read
+			os.RemoveAll(lab.Path(t, "results", testid))
+		}
+	})
 	mk(t, "load", "TESTID="+testid, "SCENARIO=ping", "PATHS=tcp,uds", "RATE=50", "DURATION=10", "ROUNDS=1", "WARMUP=0")
 	scrapedAfter(t, prom, "node", time.Now()) // the report reads the scrape after the last phase
 	mk(t, "report", "RUN="+testid)

@@ -102,7 +102,8 @@ func TestLab(t *testing.T) {
 		exec.Command("docker", "image", "rm", "-f", minimalImage).Run()
 		if !t.Failed() {
 			runs, _ := filepath.Glob(lab.Path(t, "results", testid+"*"))
-			for _, r := range runs {
+			compared, _ := filepath.Glob(lab.Path(t, "results", "compare-"+testid+"*"))
+			for _, r := range append(runs, compared...) {
 				os.RemoveAll(r)
 			}
 			if last, err := os.ReadFile(lab.Path(t, "results", "last")); err == nil && strings.HasPrefix(string(last), testid) {
