@@ -59,6 +59,14 @@ class SettingError(Exception):
     """A bad setting, named with its value: the runner's exit 2."""
 
 
+def read_testid(env):
+    """TESTID, the run's folder name under results/."""
+    testid = setting(env, "TESTID", "")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", testid):
+        raise SettingError(f'TESTID="{testid}": use letters, digits, . _ -')
+    return testid
+
+
 def setting(env, name, default):
     v = env.get(name, "")
     return default if v == "" else v
@@ -263,9 +271,7 @@ def progress(phases, i):
 
 def build(env, catalogue):
     """The whole plan of a run, as plan.json holds it and both generators run it."""
-    testid = setting(env, "TESTID", "")
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", testid):
-        raise SettingError(f'TESTID="{testid}": use letters, digits, . _ -')
+    testid = read_testid(env)
     s = read_settings(env, catalogue)
     first = first_round(env)
     if first > 1 and "precision" not in s:
@@ -321,9 +327,7 @@ def floor_build(env, catalogue):
     counterbalanced order (as the paths' rounds), each transport measuring a
     round trip per size on one connection, then new connections (connect,
     1-byte exchange, close; at most FLOOR_CONNECTS)."""
-    testid = setting(env, "TESTID", "")
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", testid):
-        raise SettingError(f'TESTID="{testid}": use letters, digits, . _ -')
+    testid = read_testid(env)
     s = floor_settings(env, catalogue)
     where = {t: catalogue["floor"]["transports"][t]["address"] for t in s["transports"]}
 

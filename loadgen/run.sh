@@ -24,6 +24,12 @@ dir=results/$TESTID
 plan() {
   $COMPOSE --profile load run --rm --no-deps --user "$user" --entrypoint python3 wrk /lab/loadgen/plan.py
 }
+# Merges the batches so far into load.json and judges them: one line per
+# comparison, then `next <first round> <rounds> <seed>` or `done`.
+precision() {
+  $COMPOSE --profile report run --rm --no-deps --user "$user" --entrypoint python3 report \
+    -m report.precision --run "$TESTID" --results results
+}
 generate() {
   if [ "$GENERATOR" = k6 ]; then
     local file=plan.json
@@ -56,8 +62,7 @@ generate || rc=$?
 if [ -n "${PRECISION:-}" ] && [ $rc = 0 ] && [ -f "$dir/load.json" ]; then
   $COMPOSE --profile report build report >/dev/null
   while :; do
-    out=$($COMPOSE --profile report run --rm --no-deps --user "$user" --entrypoint python3 report \
-      -m report.precision --run "$TESTID" --results results)
+    out=$(precision)
     sed '$d' <<<"$out"
     last=$(tail -n1 <<<"$out")
     [ "${last%% *}" = next ] || break
@@ -68,8 +73,7 @@ if [ -n "${PRECISION:-}" ] && [ $rc = 0 ] && [ -f "$dir/load.json" ]; then
   done
   # A batch that failed still has its figures: merged, and judged once more.
   if [ $rc != 0 ] && ls "$dir"/load-r*.json >/dev/null 2>&1; then
-    $COMPOSE --profile report run --rm --no-deps --user "$user" --entrypoint python3 report \
-      -m report.precision --run "$TESTID" --results results | sed '$d'
+    precision | sed '$d'
   fi
 fi
 exit $rc
