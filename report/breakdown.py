@@ -2,7 +2,7 @@
 figure minus another's round by round (less two more, for a difference in
 differences), and the answer in plain words: the terms the catalogue marks
 `answer`, judged together (Holm), with the controls beside them."""
-from report.lab import TERMS
+from report.lab import CATALOGUE, TERMS
 from report.stats import ALPHA, diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, significant
 from report.values import generator, is_max
 
@@ -18,6 +18,42 @@ TERM_FIGURES = [
 ]
 # The connection handlings the answer speaks of, in its words.
 HANDLING = {"new": "with a new connection per request", "pooled": "with pooled keepalive connections"}
+
+
+# A pooled (-ka) path whose app accepted at least this many new connections per
+# request did not pool: about 0 where nginx reuses its connections, about 1
+# where the app closes each one after its response.
+NOT_POOLING = 0.5
+
+
+def not_pooled(phases, workload, closer=None):
+    """{term key: why} for the answer's pooled terms whose paths did not reuse
+    connections in this run: the app is a stack that closes every connection
+    (closer: its name, from catalogue.json's stacks), or it accepted about one
+    new connection per request on a pooled path (app_conns_per_req, where the
+    app exports its accept counter)."""
+    rounds = by_round(phases, workload)
+    out = {}
+    for t in TERMS:
+        if t.get("answer") != "pooled" or not all(p in rounds for p in t["paths"]):
+            continue
+        why = [f"{closer} closes every connection (catalogue.json)"] if closer else []
+        for p in t["paths"]:
+            per = [v for v in rounds[p].get("app_conns_per_req", {}).values() if v is not None]
+            if CATALOGUE["paths"][p].get("pooled") and per and sum(per) / len(per) >= NOT_POOLING:
+                why.append(f"the app accepted {sum(per) / len(per):.2f} new connections per request on {p}")
+        if why:
+            out[t["key"]] = "; ".join(why)
+    return out
+
+
+def pooled_words(reasons):
+    """How the answer names its pooled comparisons: as pooled, or, where the
+    paths did not pool, as what they were."""
+    if not reasons:
+        return HANDLING["pooled"]
+    why = "; ".join(dict.fromkeys(reasons.values()))
+    return f"on the keepalive (-ka) paths, which did not reuse connections here ({why})"
 
 
 def by_round(phases, workload):
@@ -119,13 +155,13 @@ def control_note(terms, figure="client_p50_ms", unit="µs", decimals=0):
     return out
 
 
-def answer(w, phases, settings, terms=None):
+def answer(w, phases, settings, terms=None, unpooled=None):
     """The answer for one workload, in plain words: what the socket saved
     against TCP through the same nginx, with and without keepalive, with its
     interval; the controls beside it. terms: the workload's breakdown, if
-    already computed."""
+    already computed; unpooled: not_pooled()'s answer."""
     if is_max(settings):
-        return max_answer(w, phases, settings)
+        return max_answer(w, phases, settings, unpooled)
     terms = terms if terms is not None else breakdown(phases, w)
     route = next((p.get("endpoint") for p in phases if p["workload"] == w), None) or w
     at = f"at {settings['rate']} req/s" if settings.get("rate") else "at a fixed rate"
@@ -151,7 +187,8 @@ def answer(w, phases, settings, terms=None):
 
     chosen = answer_terms(terms)
     sentences = []
-    for handling, words in HANDLING.items():
+    for handling in HANDLING:
+        words = pooled_words(unpooled) if handling == "pooled" else HANDLING[handling]
         parts = [x for x in (phrase(t) for t in chosen if t["answer"] == handling) if x]
         if parts:
             sentences.append(f"{words[0].upper()}{words[1:]}, the socket " + "; it ".join(parts) + ".")
@@ -170,7 +207,7 @@ def answer(w, phases, settings, terms=None):
     return out
 
 
-def max_answer(w, phases, settings):
+def max_answer(w, phases, settings, unpooled=None):
     """In max mode the answer is throughput: each socket path's requests/s
     against TCP's through the same nginx, as a ratio with its interval."""
     rounds = by_round(phases, w)
@@ -195,5 +232,9 @@ def max_answer(w, phases, settings):
     if not parts:
         return (f"**`{w}`**: this run did not measure the socket and TCP through the same nginx: "
                 "no answer to give.")
-    return (f"**`{w}`**, each path flat out ({generator(settings)}, {settings.get('connections')} connections): "
-            + "; ".join(parts) + f". Ratios of the geometric mean, Holm's correction over {len(parts)} comparisons.")
+    out = (f"**`{w}`**, each path flat out ({generator(settings)}, {settings.get('connections')} connections): "
+           + "; ".join(parts) + f". Ratios of the geometric mean, Holm's correction over {len(parts)} comparisons.")
+    if unpooled:
+        words = pooled_words(unpooled)
+        out += f" {words[0].upper()}{words[1:]}, each request opened a new connection too."
+    return out

@@ -16,14 +16,14 @@ import sys
 from pathlib import Path
 
 from report.breakdown import by_round
-from report.lab import CATALOGUE, TERMS
+from report.lab import TERMS
 from report.stats import diff_stats, fmt_interval, measurable
 from report.values import div
 
-# (socket path, TCP path, connection handling, what the TCP path is): the
-# answer's pairs (catalogue.json's breakdown terms marked answer), each
+# (socket path, TCP path, connection handling, what the TCP path is, term):
+# the answer's pairs (catalogue.json's breakdown terms marked answer), each
 # through one nginx.
-PAIRS = tuple((t["paths"][1], t["paths"][0], t["answer"], t["against"]) for t in TERMS if t.get("answer"))
+PAIRS = tuple((t["paths"][1], t["paths"][0], t["answer"], t["against"], t["key"]) for t in TERMS if t.get("answer"))
 # A saving below this share of the stack's own median (on the TCP path) is
 # real but lost in what the stack itself takes: "hidden".
 HIDDEN_SHARE = 0.05
@@ -45,26 +45,23 @@ def verdict(d):
     return "the socket saves"
 
 
-# The verdict of a pooled pair on a stack that closes every connection
-# (catalogue.json's stacks: pools false): both paths opened one per request.
+# The verdict of a pooled pair whose paths did not pool (the stack's report
+# says why: catalogue.json's stacks, or the app's accepts): both paths opened
+# one per request.
 NOT_POOLED = "not pooled: the stack closes every connection"
 
 
-def pools(stack):
-    """Whether a stack's pooled (-ka) paths can reuse connections (catalogue.json);
-    a stack the catalogue does not know is taken to."""
-    return (CATALOGUE["stacks"].get(stack) or {}).get("pools", True)
-
-
-def gains(rep, stack=None):
-    """{workload: {"uds/tcp-lo": {...}, ...}} of one stack's report.json."""
+def gains(rep):
+    """{workload: {"uds/tcp-lo": {...}, ...}} of one stack's report.json. A
+    pooled pair is not judged where the report found that its paths did not
+    pool (its workload's not_pooled)."""
     out = {}
-    for w in rep["workloads"]:
+    for w, wl in rep["workloads"].items():
         rounds = by_round(rep["phases"], w)
-        for uds, tcp, handling, _ in PAIRS:
+        for uds, tcp, handling, _, key in PAIRS:
             if uds not in rounds or tcp not in rounds:
                 continue
-            if handling == "pooled" and not pools(stack):
+            if handling == "pooled" and key in (wl.get("not_pooled") or {}):
                 out.setdefault(w, {})[f"{uds}/{tcp}"] = {"p50_saved_us": None, "app_cpu_saved_us": None,
                                                        "verdict": NOT_POOLED, "share_of_tcp_median": None}
                 continue
@@ -117,8 +114,8 @@ def summary(stack, wl):
 def compare(reports):
     """reports: {stack: report.json} -> compare.json's content."""
     stacks = {s: {"testid": r.get("testid"), "settings": r.get("settings"), "warnings": len(r.get("warnings") or []),
-                  "workloads": gains(r, s)} for s, r in reports.items()}
-    return {"hidden_share": HIDDEN_SHARE, "pairs": [f"{u}/{t}" for u, t, _, _ in PAIRS], "stacks": stacks}
+                  "workloads": gains(r)} for s, r in reports.items()}
+    return {"hidden_share": HIDDEN_SHARE, "pairs": [f"{u}/{t}" for u, t, *_ in PAIRS], "stacks": stacks}
 
 
 def render(c):
@@ -134,7 +131,7 @@ def render(c):
         lines += ["**1 round only**: no interval, no verdict; ROUNDS=2 or more gives one (12, the default, "
                   "detects a 10% difference on a noisy VM).", ""]
     workloads = sorted({w for s in c["stacks"].values() for w in s["workloads"]})
-    heads = [f"{u} vs {t} ({kind}, {hop})" for u, t, kind, hop in PAIRS]
+    heads = [f"{u} vs {t} ({kind}, {hop})" for u, t, kind, hop, _ in PAIRS]
     for w in workloads:
         lines += [f"## `{w}`", "", f"| stack | {base_pair.split('/')[1]}'s median | " + " | ".join(heads) + " |",
                   "| --- | --- |" + " --- |" * len(heads)]

@@ -2,8 +2,9 @@
 which puts every part together into what report.json holds."""
 from datetime import datetime, timezone
 
-from report.breakdown import answer, breakdown, figures_for
+from report.breakdown import answer, breakdown, figures_for, not_pooled, pooled_words
 from report.queries import idle_baseline, phase_figures_with, server_cores, server_queries
+from report.lab import pools, stack_of
 from report.stats import aggregate, common_reason
 from report.values import generator, headline, is_max, labels, number, scalar
 from report.warnings import MIN_PHASE_S, figure_warnings, phase_warnings, ratio_warnings, warning
@@ -76,11 +77,19 @@ def build_report(k6, compose, query, prometheus_url=None):
     cores = server_cores(comp["limits"])
     phases = phase_figures_with(k6, query, baseline, cores)
     workloads = aggregate(phases, settings)
+    stack = stack_of(comp["images"].get("app"))
+    app_env = ((compose or {}).get("services", {}).get("app") or {}).get("environment")
+    closer = stack if stack and not pools(stack, lambda name: env_value(app_env, name)) else None
+    warnings = []
     for w, wl in workloads.items():
         wl["breakdown"] = breakdown(phases, w, figures_for(settings))
-        wl["answer"] = answer(w, phases, settings, wl["breakdown"])
+        wl["not_pooled"] = not_pooled(phases, w, closer)
+        wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"])
+        if wl["not_pooled"]:
+            words = pooled_words(wl["not_pooled"]).removeprefix("on the ")
+            warnings.append(warning("not_pooled", f"`{w}`: the {words}: their comparisons are of new connections, "
+                                    "not of pooling", [], workload=w))
     k6_cpus = number(comp["limits"][gen]["cpus"])
-    warnings = []
     if k6.get("start_ms") is None:
         warnings.append(warning("no_start_time", "load.json has no start_ms: Prometheus figures cannot be placed in time", [p["name"] for p in phases]))
     short = [p["name"] for p in phases if (p["window"] and p["window"]["end_s"] - p["window"]["start_s"] < MIN_PHASE_S)]
@@ -113,6 +122,7 @@ def build_report(k6, compose, query, prometheus_url=None):
         "settings": settings,
         "machine": machine,
         "compose": comp,
+        "stack": stack,
         "totals": k6.get("totals"),
         "thresholds_failed": k6.get("thresholds_failed") or [],
         "precision": k6.get("precision"),

@@ -34,3 +34,30 @@ def service(name):
 def nginx_of(path):
     """The compose service of the nginx that serves a path (catalogue.json)."""
     return (CATALOGUE["paths"].get(path) or {}).get("nginx", "nginx")
+
+
+def listener_of(path):
+    """The app listener a path reaches (catalogue.json): tcp or unix."""
+    return (CATALOGUE["paths"].get(path) or {}).get("listener", "tcp")
+
+
+def pools(stack, setting=lambda name: None):
+    """Whether a stack's pooled (-ka) paths can reuse connections
+    (catalogue.json's stacks: pools, or one of its pools_with settings of the
+    app, setting(name) giving the app's value); a stack the catalogue does not
+    know is taken to."""
+    entry = CATALOGUE["stacks"].get(stack) or {}
+    return entry.get("pools", True) or any(setting(k) == v for k, v in (entry.get("pools_with") or {}).items())
+
+
+def stack_of(image, stacks_dir=ROOT / "stacks"):
+    """The reference stack (catalogue.json's stacks) whose image this is, by the
+    APP_IMAGE its stacks/<name>/lab.env sets; "go" for the lab's own app
+    (no APP_IMAGE); None for an app the lab does not ship."""
+    if not image or image == "uds-lab/app:local":
+        return "go"
+    for name in CATALOGUE["stacks"]:
+        env = stacks_dir / name / "lab.env"
+        if env.is_file() and f"APP_IMAGE={image}" in env.read_text().split():
+            return name
+    return None

@@ -4,7 +4,7 @@ ones were read from the samples around the window."""
 import math
 import re
 
-from report.lab import APP, APP_LOAD, nginx_of, service
+from report.lab import APP, APP_LOAD, listener_of, nginx_of, service
 from report.values import CORE_MODES, METRICS, div, generator, matrix_samples, number, scalar
 
 # A counter sampled less often than the phase is long (cAdvisor: every 5-10 s,
@@ -28,7 +28,7 @@ RAW_SOURCES = {
     "nginx_cpu_s": "cadvisor", "k6_cpu_cores": "cadvisor", "nginx_requests": "nginx-log", "ctx_switches": "node",
     "connect_sum_s": "nginx-log", "connect_count": "nginx-log", "nginx_5xx": "nginx-log",
     **{f"core_{m}_s": "node-cpu" for m in CORE_MODES},
-    "conntrack_entries": "app", "conntrack_limit": "app", "conntrack_drops": "app",
+    "conntrack_entries": "app", "conntrack_limit": "app", "conntrack_drops": "app", "app_accepts": "app",
 }
 # Each server figure from its raw values (the last one divides, where two);
 # the per-request costs divide by the generator's own count (PER_GENERATOR_REQUEST).
@@ -40,7 +40,7 @@ FIGURE_INPUTS = {
     "nginx_connect_ms": ["connect_sum_s", "connect_count"], "k6_cpu_cores": ["k6_cpu_cores"],
     **{f"core_{m}_us_per_req": [f"core_{m}_s"] for m in CORE_MODES},
     "conntrack_entries": ["conntrack_entries"], "conntrack_fill": ["conntrack_entries", "conntrack_limit"],
-    "conntrack_drops": ["conntrack_drops"],
+    "conntrack_drops": ["conntrack_drops"], "app_conns_per_req": ["app_accepts", "app_requests"],
 }
 PER_GENERATOR_REQUEST = ("nginx_cpu_us_per_req", "app_ctx_switches_per_req", "host_ctx_switches_per_req",
                          *(f"core_{m}_us_per_req" for m in CORE_MODES))
@@ -109,6 +109,9 @@ def server_queries(path, duration_s, end_s, gen="k6", cores=None):
         "app_p50_s": q(0.5),
         "app_p99_s": q(0.99),
         "app_requests": inc("app_http_requests_total", APP_LOAD),
+        # Connections the app accepted on the path's listener: per request, ~1
+        # on a path that opens one per request, ~0 on a pooled one that pools.
+        "app_accepts": inc("app_connections_accepted_total", f'{APP},listener="{listener_of(path)}"'),
         "app_cpu_s": inc("process_cpu_seconds_total", APP),
         # The lab's app's own CPU time from getrusage (microseconds), read first.
         "app_cpu_fine_s": inc("app_process_cpu_seconds_total", APP),
@@ -348,6 +351,7 @@ def server_figures_from(raw, window, phase, idle_rate=None):
         "app_p50_ms": div(get("app_p50_s"), 1, 1e3),
         "app_p99_ms": div(get("app_p99_s"), 1, 1e3),
         "app_requests": get("app_requests"),
+        "app_conns_per_req": div(get("app_accepts"), get("app_requests")),
         # The app's own CPU counter per request it counted (getrusage's, else
         # the clock-tick one); without its metrics, its container's CPU per
         # request the generator completed.

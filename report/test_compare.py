@@ -7,16 +7,17 @@ import pytest
 from report import compare
 
 
-def rep(testid, p50_ms, cpu=None):
+def rep(testid, p50_ms, cpu=None, not_pooled=None):
     """A report.json as report.cli writes it, reduced to what compare reads:
-    p50_ms is {path: [median per round, ms]}."""
+    p50_ms is {path: [median per round, ms]}; not_pooled: the report's
+    {term: why} of pooled pairs whose paths did not pool."""
     phases = []
     for path, values in p50_ms.items():
         for r, v in enumerate(values):
             figures = {"client_p50_ms": v, "app_cpu_us_per_req": (cpu or {}).get(path, [None] * len(values))[r]}
             phases.append({"workload": "ping", "path": path, "round": r, "figures": figures})
     return {"testid": testid, "settings": {"rate": 200, "paths": list(p50_ms)}, "warnings": [], "phases": phases,
-            "workloads": {"ping": {}}}
+            "workloads": {"ping": {"not_pooled": not_pooled or {}}}}
 
 
 def test_saving_hidden_and_not_measurable():
@@ -67,11 +68,12 @@ def test_verdict_boundaries(tcp, uds, verdict):
 
 
 def test_a_stack_that_does_not_pool_gets_no_pooled_verdict():
-    """gunicorn's sync workers close every connection (catalogue.json: pools
-    false): its -ka paths opened one per request like the others, so no
-    saving "with pooled connections" is credited to it."""
+    """gunicorn's sync workers close every connection (its report found so,
+    from catalogue.json: pools false): its -ka paths opened one per request
+    like the others, so no saving "with pooled connections" is credited to it."""
     p50 = {"tcp-lo": [1.0, 1.0, 1.0], "uds-lo": [0.9, 0.9, 0.9], "tcp-lo-ka": [1.0, 1.0, 1.0], "uds-lo-ka": [0.9, 0.9, 0.9]}
-    c = compare.compare({"gunicorn": rep("g", p50), "node": rep("n", p50)})
+    unpooled = {"socket_pooled": "gunicorn closes every connection (catalogue.json)"}
+    c = compare.compare({"gunicorn": rep("g", p50, not_pooled=unpooled), "node": rep("n", p50)})
     g, n = c["stacks"]["gunicorn"]["workloads"]["ping"], c["stacks"]["node"]["workloads"]["ping"]
     assert g["uds-lo-ka/tcp-lo-ka"]["verdict"] == compare.NOT_POOLED and g["uds-lo/tcp-lo"]["verdict"] == "the socket saves"
     assert n["uds-lo-ka/tcp-lo-ka"]["verdict"] == "the socket saves"

@@ -1170,3 +1170,56 @@ def test_images_are_of_the_services_the_run_used():
     k6 = make_k6(paths=("tcp", "uds"), rounds=2)
     assert context.ran(k6, fake_query({'up{job="cadvisor"}': 0, 'up{job="node"}': 1})) == {
         "cadvisor": False, "node-exporter": True}
+
+
+def test_a_stack_that_closes_every_connection_is_not_credited_with_pooling():
+    """gunicorn's sync workers close every connection (catalogue.json: pools
+    false): its -ka paths opened one per request, and the answer says so
+    instead of "with pooled keepalive connections" (issue 22)."""
+    gunicorn = {"services": {**COMPOSE["services"],
+                             "app": {**COMPOSE["services"]["app"], "image": "uds-lab/stack-gunicorn:local"}}}
+    rep = build(p50_run(EIGHT, rate=500), compose=gunicorn)
+    text = rep["workloads"]["ping"]["answer"]
+    assert rep["stack"] == "gunicorn"
+    assert "pooled keepalive" not in text, text
+    assert ("On the keepalive (-ka) paths, which did not reuse connections here (gunicorn closes every connection "
+            "(catalogue.json)), the socket made no measurable difference against TCP over loopback") in text
+    (w,) = [w for w in rep["warnings"] if w["kind"] == "not_pooled"]
+    assert w["workload"] == "ping" and "not of pooling" in w["message"]
+    assert "not_pooled" not in kinds(build(p50_run(EIGHT, rate=500)))  # the lab's own app pools
+    # gunicorn's gthread workers keep connections (catalogue.json: pools_with).
+    gunicorn["services"]["app"]["environment"] = {"GUNICORN_WORKER_CLASS": "gthread"}
+    rep = build(p50_run(EIGHT, rate=500), compose=gunicorn)
+    assert "With pooled keepalive connections" in rep["workloads"]["ping"]["answer"]
+
+
+def test_pooled_paths_that_opened_a_connection_per_request_are_named_from_the_apps_accepts():
+    """An app the catalogue does not know: its accept counter on the -ka
+    paths (one per request, as on the new-connection paths) says it did not pool."""
+    mine = {"services": {**COMPOSE["services"], "app": {**COMPOSE["services"]["app"], "image": "me/app:1"}}}
+    k6 = p50_run(EIGHT, rate=500, duration=10)
+    closes = server_table(k6, {"app_connections_accepted_total": 1000})  # 1000 requests a phase
+    rep = build(k6, closes, mine)
+    assert rep["stack"] is None
+    assert rep["phases"][0]["figures"]["app_conns_per_req"] == pytest.approx(1.0)
+    text = rep["workloads"]["ping"]["answer"]
+    assert "the app accepted 1.00 new connections per request on tcp-lo-ka; the app accepted 1.00 new connections " \
+           "per request on uds-lo-ka" in text and "pooled keepalive" not in text
+    # Pooling: a few connections over a phase's 1000 requests.
+    pooling = server_table(k6, {"app_connections_accepted_total": by_phase(k6, lambda p, r: 3 if "-ka" in p else 1000)})
+    rep = build(k6, pooling, mine)
+    assert "With pooled keepalive connections, the socket" in rep["workloads"]["ping"]["answer"]
+    assert "not_pooled" not in kinds(rep)
+    # Flat out, the ratios of the -ka pairs are said to be of new connections.
+    rep = build(max_k6(lambda p: 1000.0, duration=10), closes, mine)
+    assert "which did not reuse connections here" in rep["workloads"]["ping"]["answer"]
+
+
+def test_the_stack_of_an_image_is_read_from_its_lab_env(tmp_path):
+    from report import lab
+    (tmp_path / "node").mkdir()
+    (tmp_path / "node" / "lab.env").write_text("APP_IMAGE=uds-lab/stack-node:local\n")
+    assert lab.stack_of("uds-lab/stack-node:local", tmp_path) == "node"
+    assert lab.stack_of("uds-lab/stack-node:other", tmp_path) is None
+    assert lab.stack_of(None, tmp_path) == lab.stack_of("uds-lab/app:local", tmp_path) == "go"
+    assert lab.stack_of("uds-lab/stack-gunicorn:local") == "gunicorn"  # the repository's own lab.env

@@ -16,6 +16,9 @@ METRICS = {
     "app_requests": ("app requests", "", 0),
     "app_cpu_us_per_req": ("app CPU/req", "µs", 1),
     "app_ctx_switches_per_req": ("app ctx switches/req", "", 2),
+    # New connections the app accepted per request: the proof that a pooled
+    # (-ka) path pooled (near 0) or did not (near 1: the app closes them).
+    "app_conns_per_req": ("app new connections/req", "", 2),
     "nginx_requests": ("nginx requests (access log)", "", 0),
     "nginx_cpu_us_per_req": ("nginx CPU/req", "µs", 1),
     "host_ctx_switches_per_req": ("host ctx switches/req above idle", "", 2),

@@ -38,7 +38,7 @@ def figure_warnings(phases):
         for f, why in (p.get("missing") or {}).items():
             if why.endswith(" in the window") or why in ("load.json has no start time", UNPINNED):
                 continue
-            if f.startswith("conntrack_"):
+            if f.startswith("conntrack_") or f == "app_conns_per_req":
                 continue  # optional: a namespace without tracking, or an app without the lab's metrics
             groups.setdefault((f, why), []).append(p["name"])
     full = []

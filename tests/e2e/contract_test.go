@@ -16,6 +16,10 @@ import (
 // build their own image.
 const minimalImage = "uds-lab-e2e/minimal-app:local"
 
+// The label of its Dockerfile's build stage, which the classic builder leaves
+// behind as an untagged image.
+const minimalStage = "uds-lab.stage=minimal-app-build"
+
 type contractResult struct {
 	Image   string `json:"image"`
 	OK      bool   `json:"ok"`

@@ -100,6 +100,8 @@ func TestLab(t *testing.T) {
 		// What the run wrote into the checkout and the image it built: gone,
 		// unless a failure leaves its runs to read.
 		exec.Command("docker", "image", "rm", "-f", minimalImage).Run()
+		// and its build stage, which the classic builder leaves untagged (~750 MB).
+		exec.Command("docker", "image", "prune", "-f", "--filter", "label="+minimalStage).Run()
 		if !t.Failed() {
 			runs, _ := filepath.Glob(lab.Path(t, "results", testid+"*"))
 			compared, _ := filepath.Glob(lab.Path(t, "results", "compare-"+testid+"*"))
