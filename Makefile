@@ -107,6 +107,12 @@ max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6 or wrk,
 	$(lab_is_up)
 	@$(call run_plan,max,$(call env,GENERATOR))
 
+# Latency against load: each path at rising fixed rates until it fails (report/sweep.py).
+.PHONY: sweep
+sweep: loadgen-settings ## Latency against load: every path at rising fixed rates, up to and past its limit (SWEEP_RATES or SWEEP_FROM/SWEEP_TO/SWEEP_STEPS, SWEEP_ROUNDS, SCENARIO, PATHS)
+	$(lab_is_up)
+	@$(call run_plan,sweep,k6)
+
 # The transports alone, no nginx, no HTTP: services/floor, in the lab's
 # network namespaces and CPU sets (catalogue.json's "floor").
 .PHONY: floor

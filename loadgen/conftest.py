@@ -1,7 +1,7 @@
 """A stand-in for nginx on 127.0.0.1, for running the real load generators
 (k6, wrk) for a second: it answers every GET with 200 and as many bytes as a
-/bytes/<n> route asks (else a small JSON), keeps connections alive like nginx,
-and counts the requests per URL path."""
+/bytes/<n> route asks (else a small JSON; a /status/<code> route answers that
+code), keeps connections alive like nginx, and counts the requests per URL path."""
 import json
 import re
 import threading
@@ -22,7 +22,8 @@ class Handler(BaseHTTPRequestHandler):
             self.hits[self.path] = self.hits.get(self.path, 0) + 1
         m = re.search(r"/bytes/([0-9]+)$", self.path)
         body = b"x" * int(m.group(1)) if m else b'{"message":"pong"}'
-        self.send_response(200)
+        code = re.search(r"/status/([0-9]{3})$", self.path)
+        self.send_response(int(code.group(1)) if code else 200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)

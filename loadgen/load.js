@@ -25,7 +25,12 @@ const scenarios = {};
 // k6 computes per-phase statistics only for metrics named in a threshold: the
 // "max>=0" ones always pass and exist to get them; the others fail a broken run.
 const thresholds = { http_req_failed: ['rate<0.01'] };
+// A sweep counts the responses that say how a path fails past its limit (0:
+// no response: refused, reset or timed out).
+const FAILING = MODE === 'sweep' ? ['502', '503', '504', '0'] : [];
 PHASES.forEach((ph) => {
+  // A sweep's phase holds its step's rate; make load's every phase RATE.
+  const rate = ph.rate || SETTINGS.rate;
   const common = {
     startTime: `${ph.start_offset_s}s`,
     exec: 'hit',
@@ -41,19 +46,20 @@ PHASES.forEach((ph) => {
     : {
       ...common,
       executor: 'constant-arrival-rate',
-      rate: SETTINGS.rate,
+      rate,
       timeUnit: '1s',
       duration: `${ph.duration_s}s`,
-      // Enough VUs for RATE at ~10 ms each; more (up to maxVUs) if the server slows
+      // Enough VUs for the rate at ~10 ms each; more (up to maxVUs) if the server slows
       // down; k6 counts dropped_iterations when even that is not enough.
-      preAllocatedVUs: Math.max(10, Math.ceil(SETTINGS.rate / 100)),
-      maxVUs: Math.max(100, Math.ceil(SETTINGS.rate / 10)),
+      preAllocatedVUs: Math.max(10, Math.ceil(rate / 100)),
+      maxVUs: Math.max(100, Math.ceil(rate / 10)),
     };
   const sel = `{scenario:${ph.name}}`;
   thresholds[`http_req_duration${sel}`] = ['max>=0'];
   thresholds[`http_reqs${sel}`] = ['count>=0'];
   thresholds[`http_req_failed${sel}`] = ['rate>=0'];
   thresholds[`dropped_iterations${sel}`] = ['count>=0'];
+  FAILING.forEach((st) => { thresholds[`http_reqs{scenario:${ph.name},status:${st}}`] = ['count>=0']; });
 });
 
 export const options = {
@@ -64,7 +70,7 @@ export const options = {
   // the lab uses are kept (fewer series to hold and push; url adds nothing to name).
   discardResponseBodies: true,
   systemTags: ['scenario', 'name', 'method', 'status', 'expected_response', 'check', 'error_code'],
-  summaryTrendStats: ['avg', 'min', 'med', 'p(90)', 'p(95)', 'p(99)', 'max'],
+  summaryTrendStats: ['avg', 'min', 'med', 'p(90)', 'p(95)', 'p(99)', 'p(99.9)', 'max'],
 };
 
 export function setup() {
@@ -96,10 +102,14 @@ export function handleSummary(data) {
       requests: m('http_reqs').count || 0,
       failed_rate: m('http_req_failed').rate || 0,
       dropped_iterations: m('dropped_iterations').count || 0,
-      duration_ms: { avg: d.avg, p50: d.med, p90: d['p(90)'], p95: d['p(95)'], p99: d['p(99)'], max: d.max },
+      duration_ms: { avg: d.avg, p50: d.med, p90: d['p(90)'], p95: d['p(95)'], p99: d['p(99)'], p999: d['p(99.9)'], max: d.max },
+      ...(FAILING.length ? {
+        statuses: Object.fromEntries(FAILING.map((st) => [st, ((data.metrics[`http_reqs{scenario:${ph.name},status:${st}}`] || {}).values || {}).count || 0])),
+      } : {}),
     };
   });
-  const load = MODE === 'max' ? `max throughput, ${SETTINGS.connections} VUs` : `${SETTINGS.rate} req/s`;
+  const load = MODE === 'max' ? `max throughput, ${SETTINGS.connections} VUs`
+    : MODE === 'sweep' ? `sweep step ${SETTINGS.step} at ${SETTINGS.rate} req/s` : `${SETTINGS.rate} req/s`;
   const lines = [`uds-lab k6 run ${TESTID}: ${load}, ${SETTINGS.duration}s x ${SETTINGS.rounds} rounds`, ''];
   lines.push(['phase'.padEnd(28), 'requests', 'req/s'.padStart(8), 'failed', 'dropped', 'p50'.padStart(10), 'p99'.padStart(10)].join(' '));
   for (const p of perPhase) {

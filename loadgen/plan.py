@@ -41,7 +41,7 @@ ROOT = HERE.parent
 SCHEMA = HERE / "load.schema.json"
 # Pause between phases: one phase's tail (closing connections, GC) stays out of the next.
 GAP_SECONDS = 1
-MODES = ("rate", "max")
+MODES = ("rate", "max", "sweep")
 GENERATORS = ("k6", "wrk")
 
 
@@ -141,6 +141,8 @@ def read_settings(env, catalogue):
         # The run's first batch must give an interval; a later one may add a single round.
         if s["rounds"] < 2 and first_round(env) == 1:
             raise SettingError(f"PRECISION needs ROUNDS >= 2 (an interval needs two rounds), not {s['rounds']}")
+    if s["mode"] == "sweep":
+        sweep_settings(env, s)
     return s
 
 
@@ -155,13 +157,72 @@ def percent(env, name):
     return float(m.group(1))
 
 
+# make sweep: a path stops stepping once it has failed this many steps (errors
+# above 1% of its requests, or under 95% of the step's rate achieved).
+SWEEP_FAILS = 2
+
+
+def sweep_settings(env, s):
+    """make sweep's settings into s: the steps' rates, the step this plan is
+    for (SWEEP_STEP; loadgen/run.sh runs them in turn) and its rate, and the
+    rounds per step (SWEEP_ROUNDS: a sweep is many runs, so fewer than ROUNDS)."""
+    if s["generator"] != "k6":
+        raise SettingError(f'GENERATOR="{s["generator"]}": make sweep runs k6 (a fixed arrival rate per step)')
+    if len(s["workloads"]) != 1:
+        raise SettingError(f"SCENARIO={','.join(s['workloads'])}: make sweep takes one workload (a sweep each)")
+    if "precision" in s:
+        raise SettingError("PRECISION: not for make sweep (its steps have SWEEP_ROUNDS rounds each)")
+    s["rounds"] = whole(env, "SWEEP_ROUNDS", 3, 2)
+    s["rates"] = sweep_rates(env)
+    s["step"] = whole(env, "SWEEP_STEP", 1, 1)
+    if s["step"] > len(s["rates"]):
+        raise SettingError(f"SWEEP_STEP={s['step']}: the sweep has {len(s['rates'])} steps")
+    s["rate"] = s["rates"][s["step"] - 1]
+    s["stop_after_failures"] = SWEEP_FAILS
+
+
+def sweep_rates(env):
+    """SWEEP_RATES (rising, req/s), or SWEEP_STEPS rates from SWEEP_FROM to
+    SWEEP_TO, each about the last times one factor (two significant digits)."""
+    raw = setting(env, "SWEEP_RATES", "")
+    if raw:
+        items = [x.strip() for x in raw.split(",") if x.strip()]
+        ok = items and all(re.fullmatch(r"[0-9]+", x) and int(x) >= 1 for x in items)
+        if not ok or [int(x) for x in items] != sorted({int(x) for x in items}):
+            raise SettingError(f'SWEEP_RATES="{raw}": must be rising whole numbers >= 1 (req/s), e.g. 100,200,400')
+        return [int(x) for x in items]
+    lo, hi = whole(env, "SWEEP_FROM", 100, 1), whole(env, "SWEEP_TO", 0, 0)
+    if hi == 0:
+        raise SettingError("SWEEP_TO: unset (make sweep measures it with a flat-out probe; or give SWEEP_RATES)")
+    if hi <= lo:
+        raise SettingError(f"SWEEP_TO={hi}: must be above SWEEP_FROM={lo}")
+    n = whole(env, "SWEEP_STEPS", 6, 2)
+    if n > hi - lo + 1:
+        raise SettingError(f"SWEEP_STEPS={n}: more steps than whole rates from SWEEP_FROM={lo} to SWEEP_TO={hi}")
+    return geometric(lo, hi, n)
+
+
+def geometric(lo, hi, n):
+    """n rising rates from lo to hi in equal ratios, each to two significant
+    digits (100, 170, 290, ...) and above the last."""
+    out = []
+    for i in range(n):
+        x = lo * (hi / lo) ** (i / (n - 1))
+        r = int(float(f"{x:.2g}")) if x >= 100 else round(x)
+        out.append(max(r, out[-1] + 1) if out else r)
+    return out
+
+
 def first_round(env):
     """FIRST_ROUND: where a later batch of a PRECISION run starts (1: the run itself)."""
     return whole(env, "FIRST_ROUND", 1, 1)
 
 
-def file_names(first):
-    """(plan, load) file names of a run (first=1) or of its batch from round first."""
+def file_names(first, step=1):
+    """(plan, load) file names of a run (first=1) or of its batch from round
+    first, or of a sweep's later step."""
+    if step > 1:
+        return f"plan-s{step}.json", f"load-s{step}.json"
     return ("plan.json", "load.json") if first == 1 else (f"plan-r{first}.json", f"load-r{first}.json")
 
 
@@ -213,17 +274,19 @@ def plan(s, route, first=1):
     """Every phase in run order, with its planned offset from the start (after
     the idle phase and a gap, when there is one): rounds first.. first+ROUNDS-1,
     and from round 1 the warm-up first."""
-    phases, at = [], (s["idle"] + GAP_SECONDS if s["idle"] > 0 and first == 1 else 0)
+    step = s.get("step")  # a sweep's step: its phases carry it and its rate
+    fresh = first == 1 and (step or 1) == 1  # the run's start: idle and warm-up
+    phases, at = [], (s["idle"] + GAP_SECONDS if s["idle"] > 0 and fresh else 0)
     last = first + s["rounds"] - 1
-    per_round = orders(s["paths"], last, s["seed"])
+    per_round = orders(s["paths"], last, s["seed"] + (step or 1) - 1)
     for w in s["workloads"]:
-        order = [(p, 0, s["warmup"]) for p in s["paths"]] if s["warmup"] > 0 and first == 1 else []
+        order = [(p, 0, s["warmup"]) for p in s["paths"]] if s["warmup"] > 0 and fresh else []
         order += [(p, r, s["duration"]) for r in range(first, last + 1) for p in per_round[r - 1]]
         for path, r, secs in order:
             phases.append({
-                "name": f"{w}__{path}__r{r}", "workload": w, "path": path, "round": r,
+                "name": f"{w}__{path}__{f's{step}__' if step else ''}r{r}", "workload": w, "path": path, "round": r,
                 "phase": "warmup" if r == 0 else "measure", "endpoint": route[w],
-                "start_offset_s": at, "duration_s": secs,
+                "start_offset_s": at, "duration_s": secs, **({"step": step, "rate": s["rate"]} if step else {}),
             })
             at += secs + GAP_SECONDS
     return phases
@@ -247,6 +310,8 @@ def clock(seconds):
 def describe(s, phases, route=None, first=1):
     """The plan's length in words, said before a run starts; with PRECISION,
     its least and its most."""
+    if "step" in s:
+        return describe_step(s, phases, route)
     if first > 1:
         return (f"rounds {first} to {first + s['rounds'] - 1} for PRECISION={s['precision']:g}%: {len(phases)} phases, "
                 f"about {clock(length_s(phases))}")
@@ -259,6 +324,20 @@ def describe(s, phases, route=None, first=1):
         most = length_s(plan({**s, "rounds": s["max_rounds"]}, route))
         out += (f"; then more rounds until the answer's intervals are within +/-{s['precision']:g}% "
                 f"(PRECISION), at most {s['max_rounds']} rounds in all: about {clock(most)} at most")
+    return out
+
+
+def describe_step(s, phases, route):
+    """A sweep's step in words; the first also says the whole sweep's most."""
+    step, rates = s["step"], s["rates"]
+    out = (f"sweep step {step}/{len(rates)} at {s['rate']} req/s: {len(phases)} phases, about "
+           f"{clock(length_s(phases))}: {len(s['paths'])} paths x ({s['rounds']} x {s['duration']} s), order "
+           f"counterbalanced (SEED={s['seed']})")
+    if step == 1:
+        most = length_s(phases) + sum(length_s(plan({**s, "step": i, "rate": r}, route)) + 5
+                                      for i, r in enumerate(rates[1:], 2))
+        out += (f"; steps at {', '.join(map(str, rates))} req/s, a path leaving the sweep once it has failed "
+                f"{s['stop_after_failures']} (errors above 1%, or under 95% of the rate): about {clock(most)} at most")
     return out
 
 
@@ -283,7 +362,7 @@ def build(env, catalogue):
         p["url"] = where[p["path"]] + p["endpoint"]
         p["progress"] = progress(phases, i)
     return {"testid": testid, "settings": s, "urls": {p: where[p] for p in s["paths"]}, "gap_s": GAP_SECONDS,
-            "idle": idle_window(s) if first == 1 else None, "describe": describe(s, phases, route, first),
+            "idle": idle_window(s) if first == 1 and s.get("step", 1) == 1 else None, "describe": describe(s, phases, route, first),
             "length_s": length_s(phases), "first_round": first, "phases": phases}
 
 
@@ -368,7 +447,8 @@ def main(env=os.environ):
     except SettingError as e:
         print(f"make: {e}", file=sys.stderr)
         return 2
-    out = Path(setting(env, "RESULTS", str(ROOT / "results"))) / doc["testid"] / file_names(doc["first_round"])[0]
+    step = doc["settings"].get("step", 1)
+    out = Path(setting(env, "RESULTS", str(ROOT / "results"))) / doc["testid"] / file_names(doc["first_round"], step)[0]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2))
     return 0

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One run of `make load` (MODE=rate, k6), `make max` (MODE=max, GENERATOR=k6
-# or wrk) or `make floor` (MODE=floor, services/floor): the plan (loadgen/plan.py, in the wrk image: the host needs no
+# or wrk), `make sweep` (MODE=sweep, k6) or `make floor` (MODE=floor,
+# services/floor): the plan (loadgen/plan.py, in the wrk image: the host needs no
 # Python), the settings the run ran with (compose.json, for the report), the
 # generator; then, with PRECISION, more batches of rounds until
 # report/precision.py (in the report's image) finds every comparison of the
@@ -30,10 +31,28 @@ precision() {
   $COMPOSE --profile report run --rm --no-deps --user "$user" --entrypoint python3 report \
     -m report.precision --run "$TESTID" --results results
 }
+# Merges a sweep's last step into load.json and judges it: a line per path,
+# then `next <step> <paths>` or `done`.
+sweep_step() {
+  $COMPOSE --profile report run --rm --no-deps --user "$user" --entrypoint python3 report \
+    -m report.sweep --run "$TESTID" --results results
+}
+# A sweep's top when none is given: every path flat out for a few seconds
+# (wrk, one round, as make max runs it), 1.2x the fastest one's requests/s.
+probe() {
+  local id=$TESTID-probe top
+  MODE=max GENERATOR=wrk TESTID=$id ROUNDS=1 DURATION=3 WARMUP=1 IDLE=0 PRECISION= \
+    $COMPOSE --profile load run --rm --user "$user" wrk >&2 || return
+  top=$($COMPOSE --profile load run --rm --no-deps --user "$user" --entrypoint python3 wrk -c \
+    "import json; l = json.load(open('results/$id/load.json')); print(round(1.2 * max(p['requests'] / p['duration_s'] for p in l['phases'] if p['round'] > 0)))")
+  mv "results/$id/load.json" "$dir/probe.json" && rm -rf "results/$id"
+  echo "$top"
+}
 generate() {
   if [ "$GENERATOR" = k6 ]; then
     local file=plan.json
     [ "${FIRST_ROUND:-1}" = 1 ] || file=plan-r$FIRST_ROUND.json
+    [ "${SWEEP_STEP:-1}" = 1 ] || file=plan-s$SWEEP_STEP.json
     PLAN_FILE=$file $COMPOSE --profile load run --rm --user "$user" k6
   else
     $COMPOSE --profile load run --rm --user "$user" wrk
@@ -42,6 +61,13 @@ generate() {
 
 mkdir -p "$dir"
 $COMPOSE --profile load build wrk >/dev/null
+if [ "$MODE" = sweep ] && [ -z "${SWEEP_RATES:-}" ] && [ -z "${SWEEP_TO:-}" ]; then
+  SWEEP_RATES=1,2 plan || { rmdir "$dir" 2>/dev/null; exit 2; }  # a bad setting stops before the probe
+  echo "sweep: finding its top, each path flat out for 3 s (wrk; SWEEP_TO or SWEEP_RATES skips this)"
+  SWEEP_TO=$(probe) || { echo "make sweep: the probe failed (above); give SWEEP_TO or SWEEP_RATES" >&2; exit 1; }
+  export SWEEP_TO
+  echo "sweep: up to SWEEP_TO=$SWEEP_TO req/s"
+fi
 if [ "$GENERATOR" = k6 ] || [ "$MODE" = floor ]; then plan || { rmdir "$dir" 2>/dev/null; exit 2; }; fi
 # The settings the run ran with (images, limits, CPU sets); no secrets: every service but Grafana.
 profiles=(--profile load --profile floor)
@@ -59,6 +85,20 @@ fi
 echo "$GENERATOR run testid=$TESTID$([ "$MODE" = max ] && echo ", max throughput" || true)"
 rc=0
 generate || rc=$?
+# A sweep's step past a path's limit fails k6's thresholds: expected, judged here.
+if [ "$MODE" = sweep ] && [ -f "$dir/load.json" ]; then
+  $COMPOSE --profile report build report >/dev/null
+  while :; do
+    out=$(sweep_step)
+    sed '$d' <<<"$out"
+    last=$(tail -n1 <<<"$out")
+    [ "${last%% *}" = next ] || break
+    read -r _ step paths <<<"$last"
+    export SWEEP_STEP=$step PATHS=$paths
+    plan && { generate || true; }
+  done
+  exit 0
+fi
 if [ -n "${PRECISION:-}" ] && [ $rc = 0 ] && [ -f "$dir/load.json" ]; then
   $COMPOSE --profile report build report >/dev/null
   while :; do

@@ -114,3 +114,25 @@ def test_k6_writes_a_later_batchs_load_beside_its_plan(k6, tmp_path, local_catal
     load = json.loads((tmp_path / "k2" / "load-r3.json").read_text())
     jsonschema.validate(load, json.loads(runplan.SCHEMA.read_text()))
     assert [p["round"] for p in load["phases"]] == [3, 4] and load["idle"] is None
+
+
+def test_k6_runs_a_sweeps_step_at_its_rate_and_counts_how_a_path_fails(k6, tmp_path, local_catalogue):
+    """make sweep's step 2: plan-s2.json in, load-s2.json out, each phase at
+    the step's rate and with its failing responses by status (a 502 route here)."""
+    catalogue, hits = local_catalogue
+    env = {"RESULTS": str(tmp_path), "TESTID": "k3", "SEED": "4", "CATALOGUE": str(catalogue), "MODE": "sweep",
+           "PATHS": "uds", "SCENARIO": "custom", "ENDPOINT": "/status/502", "SWEEP_RATES": "10,30",
+           "SWEEP_STEP": "2", "SWEEP_ROUNDS": "2", "DURATION": "1", "WARMUP": "0", "IDLE": "0"}
+    assert runplan.main(env) == 0
+    res = subprocess.run([k6, "run", "--quiet", "--no-color", str(SCRIPT)],
+                         env=k6_env(PLAN=tmp_path / "k3" / "plan-s2.json"), capture_output=True, text=True, timeout=60)
+    assert res.returncode != 0  # every request failed: the 1% threshold fails, as past a limit
+    assert sorted(p.name for p in (tmp_path / "k3").iterdir()) == ["load-s2.json", "plan-s2.json"]
+    load = json.loads((tmp_path / "k3" / "load-s2.json").read_text())
+    jsonschema.validate(load, json.loads(runplan.SCHEMA.read_text()))
+    assert [(p["step"], p["rate"], p["round"]) for p in load["phases"]] == [(2, 30, 1), (2, 30, 2)]
+    for p in load["phases"]:
+        assert p["requests"] >= 25 and p["failed_rate"] == 1  # 30 req/s for 1 s
+        assert p["statuses"] == {"502": p["requests"], "503": 0, "504": 0, "0": 0}
+        assert "p999" in p["duration_ms"]
+    assert hits["/uds/status/502"] == sum(p["requests"] for p in load["phases"])

@@ -13,6 +13,7 @@ from pathlib import Path
 import jsonschema
 
 from report import floor as floor_report
+from report import sweep as sweep_report
 from report.charts import write_charts
 from report.context import build_report
 from report.markdown import render_markdown
@@ -65,6 +66,15 @@ def run_floor(run_dir):
     return {**rep, "charts": [], "warnings": []}
 
 
+def run_sweep(run_dir, load):
+    """A make sweep run's report: k6's own figures per step and path, no Prometheus needed."""
+    rep = sweep_report.build(load)
+    rep["charts"] = sweep_report.write_chart(rep, run_dir)
+    (run_dir / "report.json").write_text(json.dumps(rep, indent=1, ensure_ascii=False) + "\n")
+    (run_dir / "report.md").write_text(sweep_report.render(rep))
+    return rep
+
+
 def run(run_id, prometheus_url, results_dir, query=None):
     """Reads the inputs, builds the report, writes report.md, report.json and charts; returns the report."""
     run_dir = Path(results_dir) / run_id
@@ -76,6 +86,8 @@ def run(run_id, prometheus_url, results_dir, query=None):
         raise ReportError(f"{run_dir / 'load.json'} not found: make report RUN=<testid> with a run that finished; "
                           f"{listed}")
     k6 = read_load(run_dir / "load.json")
+    if k6["settings"]["mode"] == "sweep":
+        return run_sweep(run_dir, k6)
     compose = read_json(run_dir / "compose.json", required=False)
     query = query or prometheus_client(prometheus_url)
     rep = build_report(k6, compose, query, prometheus_url)

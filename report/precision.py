@@ -85,19 +85,21 @@ def decide(comps, target, rounds, max_rounds):
     return False, int(min(max_rounds - rounds, max(MIN_BATCH, want - rounds)))
 
 
-def merge(run_dir):
-    """Appends each later batch (load-r<N>.json, in round order) to
-    load.json: its phases placed in time from the run's start, the rounds and
-    totals summed; the batch's files are removed once merged."""
+def merge(run_dir, kind="r"):
+    """Appends each later batch (load-r<N>.json, in round order; kind "s": a
+    sweep's later steps, load-s<N>.json) to load.json: its phases placed in
+    time from the run's start, the totals summed (a batch's rounds too); the
+    batch's files are removed once merged."""
     main_path = run_dir / "load.json"
     load = json.loads(main_path.read_text())
-    batches = sorted(run_dir.glob("load-r*.json"), key=lambda p: int(p.stem.removeprefix("load-r")))
+    batches = sorted(run_dir.glob(f"load-{kind}*.json"), key=lambda p: int(p.stem.removeprefix(f"load-{kind}")))
     for path in batches:
         more = json.loads(path.read_text())
         shift = (more["start_ms"] - load["start_ms"]) / 1000
         for p in more["phases"]:
             load["phases"].append({**p, "start_offset_s": round(p["start_offset_s"] + shift, 3)})
-        load["settings"]["rounds"] += more["settings"]["rounds"]
+        if kind == "r":
+            load["settings"]["rounds"] += more["settings"]["rounds"]
         n0, n1 = load["totals"]["requests"], more["totals"]["requests"]
         failed = n0 * load["totals"]["failed_rate"] + n1 * more["totals"]["failed_rate"]
         load["totals"] = {"requests": n0 + n1, "failed_rate": failed / (n0 + n1) if n0 + n1 else 0}

@@ -137,6 +137,8 @@ func TestLab(t *testing.T) {
 	// runs' reports below set it beside their paths.
 	floorRun := testid + "-floor"
 	t.Run("floor", func(t *testing.T) { floor(t, floorRun) })
+	// make sweep: latency against load, two short steps up to its probe's top.
+	t.Run("sweep", func(t *testing.T) { sweepRun(t, testid+"-sweep") })
 
 	// wrk's run asks for a precision it cannot reach (PRECISION=0.01%): one
 	// later batch, up to MAX_ROUNDS=3, merged into the run and reported.

@@ -1,0 +1,108 @@
+"""make sweep's judge and report (report/sweep.py): a step held or failed at
+the boundaries of its rule, a path leaving after its failures, the steps
+merged, the knee, the savings per rate and the chart."""
+import json
+
+import pytest
+
+from report import cli, sweep
+
+
+def phase(path, step, rate, r, rps=None, failed=0.0, p50=1.0, p99=3.0, statuses=None):
+    n = int(round((rate if rps is None else rps) * 5))
+    return {"name": f"ping__{path}__s{step}__r{r}", "workload": "ping", "path": path, "round": r, "phase": "measure",
+            "endpoint": "/ping", "start_offset_s": 0, "duration_s": 5, "requests": n, "failed_rate": failed,
+            "dropped_iterations": 0, "step": step, "rate": rate,
+            "duration_ms": {"avg": p50, "p50": p50, "p90": p50 * 1.5, "p95": p50 * 2, "p99": p99, "p999": p99 * 2,
+                            "max": p99 * 3},
+            "statuses": statuses or {"502": 0, "503": 0, "504": 0, "0": 0}}
+
+
+def load(phases, rates=(100, 200, 400, 800)):
+    return {"testid": "sw", "urls": {}, "start_ms": 1_763_820_000_000, "gap_s": 1, "idle": None,
+            "settings": {"mode": "sweep", "generator": "k6", "workloads": ["ping"], "paths": ["tcp-lo", "uds-lo"],
+                         "rate": rates[0], "rates": list(rates), "step": 1, "stop_after_failures": 2,
+                         "connections": 64, "duration": 5, "rounds": 3, "warmup": 0, "cpu_iterations": 1,
+                         "sleep_ms": 1, "endpoint": "/ping", "seed": 1},
+            "phases": phases, "totals": {"requests": sum(p["requests"] for p in phases), "failed_rate": 0},
+            "thresholds_failed": []}
+
+
+@pytest.mark.parametrize("failed, rps, verdict", [
+    (0.01, 100, None),  # exactly 1% failed: held
+    (0.0101, 100, "1.0% of requests failed"),
+    (0.0, 95, None),  # exactly 95% of the rate: held
+    (0.0, 94.8, "held 95 of 100 req/s"),
+])
+def test_a_step_is_held_or_failed_at_the_rules_boundaries(failed, rps, verdict):
+    out = sweep.step_outcome([phase("uds-lo", 1, 100, r, rps=rps, failed=failed) for r in (1, 2, 3)], 100)
+    assert out["uds-lo"]["failed"] == verdict
+
+
+def test_a_path_leaves_after_its_second_failed_step_not_its_first():
+    ph = [phase(p, 1, 100, r) for p in ("tcp-lo", "uds-lo") for r in (1, 2, 3)]
+    ph += [phase("tcp-lo", 2, 200, r, rps=150) for r in (1, 2, 3)] + [phase("uds-lo", 2, 200, r) for r in (1, 2, 3)]
+    lines, nxt, going = sweep.decide(load(ph))
+    assert (nxt, going) == (3, ["tcp-lo", "uds-lo"])  # tcp-lo failed once: it goes on
+    assert "  tcp-lo: 150 req/s, p99 3.00 ms: failed: held 150 of 200 req/s" in lines
+    ph += [phase("tcp-lo", 3, 400, r, failed=0.5) for r in (1, 2, 3)] + [phase("uds-lo", 3, 400, r) for r in (1, 2, 3)]
+    lines, nxt, going = sweep.decide(load(ph))
+    assert (nxt, going) == (4, ["uds-lo"]) and "  leaving the sweep (failed 2 steps): tcp-lo" in lines
+    ph += [phase("uds-lo", 4, 800, r) for r in (1, 2, 3)]
+    assert sweep.decide(load(ph))[1] is None  # the last rate: done
+
+
+def test_check_merges_each_step_into_load_json(tmp_path):
+    run = tmp_path / "sw"
+    run.mkdir()
+    (run / "load.json").write_text(json.dumps(load([phase("uds-lo", 1, 100, r) for r in (1, 2)])))
+    more = load([phase("uds-lo", 2, 200, r) for r in (1, 2)])
+    more["start_ms"] += 30_000
+    (run / "load-s2.json").write_text(json.dumps(more))
+    (run / "plan-s2.json").write_text("{}")
+    lines = sweep.check(run)
+    assert lines[-1] == "next 3 uds-lo" and sorted(p.name for p in run.iterdir()) == ["load.json"]
+    merged = json.loads((run / "load.json").read_text())
+    assert [(p["step"], p["start_offset_s"]) for p in merged["phases"]] == [(1, 0), (1, 0), (2, 30), (2, 30)]
+    assert merged["settings"]["rounds"] == 3  # a step's rounds are not added to the run's
+
+
+def sweep_run():
+    """tcp-lo's p99 climbs past 10x its low-load median at 400 and it fails from 800 on 502s;
+    uds-lo holds every step, 100 µs faster at the median."""
+    ph = []
+    for step, rate in enumerate((100, 200, 400, 800), 1):
+        for r in (1, 2, 3):
+            jitter = 0.01 * r
+            tcp_p99 = {100: 2.0, 200: 3.0, 400: 12.0, 800: 60.0}[rate]
+            ph.append(phase("tcp-lo", step, rate, r, p50=0.5 + jitter, p99=tcp_p99,
+                            failed=0.2 if rate == 800 else 0.0,
+                            statuses={"502": 800 if rate == 800 else 0, "503": 0, "504": 0, "0": 0}))
+            ph.append(phase("uds-lo", step, rate, r, p50=0.4 + jitter * 1.1, p99=2.0))
+    return load(ph)
+
+
+def test_the_report_gives_the_saving_at_each_rate_each_knee_and_how_a_path_failed(tmp_path):
+    rep = sweep.build(sweep_run())
+    assert rep["knees"]["tcp-lo"]["rate"] == 200 and rep["knees"]["uds-lo"]["rate"] == 800
+    assert rep["knees"]["tcp-lo"]["failed_at"][:2] == (800, "20.0% of requests failed")
+    md = sweep.render(rep)
+    assert "- **100 req/s**: `uds-lo` against `tcp-lo` (a new connection per request) saved 98 µs" in md
+    assert ("- `tcp-lo`: held up to 200 req/s with p99 within 10x its low-load median (0.52 ms); first failed at "
+            "800 req/s: 20.0% of requests failed (2,400 502 (nginx could not reach the app))") in md
+    assert "| 800 | tcp-lo | 800 | 0.52 (0.50 to 0.54) |" in md and "failed: 20.0% of requests failed |" in md
+
+
+def test_a_sweep_without_a_same_nginx_pair_says_so():
+    rep = sweep.build(load([phase("uds-lo", 1, 100, r) for r in (1, 2)]))
+    assert "no answer to give" in sweep.render(rep)
+
+
+def test_make_report_on_a_sweep_writes_its_report_and_chart(tmp_path):
+    run = tmp_path / "sw"
+    run.mkdir()
+    (run / "load.json").write_text(json.dumps(sweep_run()))
+    rep = cli.run("sw", "http://127.0.0.1:1", tmp_path, query=lambda e: pytest.fail("a sweep asks no Prometheus"))
+    assert rep["mode"] == "sweep" and (run / "report.md").is_file()
+    (chart,) = rep["charts"]
+    assert (run / chart["file"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"uds-lab/tests/internal/lab"
+)
+
+// sweepRun runs a short make sweep on the lab: two paths, two steps from 50
+// req/s up to the top its flat-out probe finds, two rounds of 2 s a step; then
+// checks its report: every step of every path that ran it at its rate, a knee
+// line for each path, the probe kept, and the chart drawn.
+func sweepRun(t *testing.T, id string) {
+	mk(t, "sweep", "TESTID="+id, "SCENARIO=ping", "PATHS=tcp-lo,uds-lo", "SWEEP_FROM=50", "SWEEP_STEPS=2",
+		"SWEEP_ROUNDS=2", "DURATION=2", "WARMUP=1", "IDLE=0")
+	mk(t, "report", "RUN="+id)
+	var r struct {
+		Settings struct{ Rates []int }
+		Steps    map[string]map[string]struct {
+			Rate     int
+			Achieved *struct{ Mean float64 }
+			P50      *struct{ Mean float64 }
+			Failed   *string
+		}
+		Knees map[string]struct {
+			LowLoad *float64 `json:"low_load_p50_ms"`
+		}
+		Charts []struct{ File string }
+	}
+	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", id, "report.json"))), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Settings.Rates) != 2 || r.Settings.Rates[0] != 50 || r.Settings.Rates[1] <= 50 {
+		t.Fatalf("rates %v: want 50 and the probe's top above it", r.Settings.Rates)
+	}
+	if len(r.Steps["1"]) != 2 {
+		t.Errorf("step 1 has %d paths, want tcp-lo and uds-lo: %+v", len(r.Steps["1"]), r.Steps["1"])
+	}
+	for step, paths := range r.Steps {
+		for path, o := range paths {
+			want := r.Settings.Rates[map[string]int{"1": 0, "2": 1}[step]]
+			if o.Rate != want || o.Achieved == nil || o.Achieved.Mean <= 0 {
+				t.Errorf("step %s %s: rate %d (want %d), achieved %+v", step, path, o.Rate, want, o.Achieved)
+			}
+			if step == "1" && (o.Failed != nil || o.P50 == nil) {
+				t.Errorf("step 1 %s at 50 req/s: failed %v, p50 %+v: want held with a median", path, o.Failed, o.P50)
+			}
+		}
+	}
+	for _, p := range []string{"tcp-lo", "uds-lo"} {
+		if k, ok := r.Knees[p]; !ok || k.LowLoad == nil || *k.LowLoad <= 0 {
+			t.Errorf("knee of %s: %+v, want its low-load median", p, k)
+		}
+	}
+	md := mustRead(t, lab.Path(t, "results", id, "report.md"))
+	for _, want := range []string{"## Where each path bends and breaks", "- `tcp-lo`: ", "| 50 | uds-lo | "} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md has no %q:\n%s", want, md)
+		}
+	}
+	if len(r.Charts) != 1 {
+		t.Errorf("charts %+v, want the latency-against-load chart", r.Charts)
+	}
+	for _, f := range append([]string{"probe.json"}, func() (out []string) {
+		for _, c := range r.Charts {
+			out = append(out, c.File)
+		}
+		return
+	}()...) {
+		if _, err := os.Stat(lab.Path(t, "results", id, f)); err != nil {
+			t.Errorf("results/%s/%s: %v", id, f, err)
+		}
+	}
+	t.Logf("%s", md)
+}
