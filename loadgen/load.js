@@ -25,9 +25,15 @@ const scenarios = {};
 // k6 computes per-phase statistics only for metrics named in a threshold: the
 // "max>=0" ones always pass and exist to get them; the others fail a broken run.
 const thresholds = { http_req_failed: ['rate<0.01'] };
-// A sweep counts the responses that say how a path fails past its limit (0:
-// no response: refused, reset or timed out).
-const FAILING = MODE === 'sweep' ? ['502', '503', '504', '0'] : [];
+// A sweep counts what says how a path fails past its limit: nginx's 502, 503
+// and 504, no response at all (status 0), and of those k6's error codes for a
+// refused connection (1212), a reset (1220), a request (1050) or a connect
+// (1211) timed out.
+const FAILING = MODE === 'sweep'
+  ? [['502', 'status:502'], ['503', 'status:503'], ['504', 'status:504'], ['0', 'status:0'],
+    ['refused', 'error_code:1212'], ['reset', 'error_code:1220'], ['timeout', 'error_code:1050'],
+    ['connect_timeout', 'error_code:1211']]
+  : [];
 PHASES.forEach((ph) => {
   // A sweep's phase holds its step's rate; make load's every phase RATE.
   const rate = ph.rate || SETTINGS.rate;
@@ -59,7 +65,7 @@ PHASES.forEach((ph) => {
   thresholds[`http_reqs${sel}`] = ['count>=0'];
   thresholds[`http_req_failed${sel}`] = ['rate>=0'];
   thresholds[`dropped_iterations${sel}`] = ['count>=0'];
-  FAILING.forEach((st) => { thresholds[`http_reqs{scenario:${ph.name},status:${st}}`] = ['count>=0']; });
+  FAILING.forEach(([, tag]) => { thresholds[`http_reqs{scenario:${ph.name},${tag}}`] = ['count>=0']; });
 });
 
 export const options = {
@@ -104,7 +110,8 @@ export function handleSummary(data) {
       dropped_iterations: m('dropped_iterations').count || 0,
       duration_ms: { avg: d.avg, p50: d.med, p90: d['p(90)'], p95: d['p(95)'], p99: d['p(99)'], p999: d['p(99.9)'], max: d.max },
       ...(FAILING.length ? {
-        statuses: Object.fromEntries(FAILING.map((st) => [st, ((data.metrics[`http_reqs{scenario:${ph.name},status:${st}}`] || {}).values || {}).count || 0])),
+        statuses: Object.fromEntries(FAILING.map(([key, tag]) => [
+          key, ((data.metrics[`http_reqs{scenario:${ph.name},${tag}}`] || {}).values || {}).count || 0])),
       } : {}),
     };
   });

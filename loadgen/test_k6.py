@@ -133,6 +133,7 @@ def test_k6_runs_a_sweeps_step_at_its_rate_and_counts_how_a_path_fails(k6, tmp_p
     assert [(p["step"], p["rate"], p["round"]) for p in load["phases"]] == [(2, 30, 1), (2, 30, 2)]
     for p in load["phases"]:
         assert p["requests"] >= 25 and p["failed_rate"] == 1  # 30 req/s for 1 s
-        assert p["statuses"] == {"502": p["requests"], "503": 0, "504": 0, "0": 0}
+        assert p["statuses"] == {"502": p["requests"], "503": 0, "504": 0, "0": 0, "refused": 0, "reset": 0,
+                                 "timeout": 0, "connect_timeout": 0}
         assert "p999" in p["duration_ms"]
     assert hits["/uds/status/502"] == sum(p["requests"] for p in load["phases"])

@@ -15,10 +15,11 @@ import jsonschema
 from report import floor as floor_report
 from report import sweep as sweep_report
 from report.charts import write_charts
-from report.context import build_report
+from report.context import build_report, compose_info
+from report.queries import phase_figures_with, server_cores
 from report.markdown import render_markdown
 from report.prometheus import prometheus_client
-from report.values import ReportError
+from report.values import ReportError, number
 from report.warnings import warning
 
 # The shape of load.json that k6 (loadgen/load.js) and the wrk runner write.
@@ -66,9 +67,18 @@ def run_floor(run_dir):
     return {**rep, "charts": [], "warnings": []}
 
 
-def run_sweep(run_dir, load):
-    """A make sweep run's report: k6's own figures per step and path, no Prometheus needed."""
-    rep = sweep_report.build(load)
+def run_sweep(run_dir, load, prometheus_url, query=None):
+    """A make sweep run's report: k6's own figures per step and path, and the
+    server's per phase where Prometheus answers (said where it does not)."""
+    comp = compose_info(read_json(run_dir / "compose.json", required=False), "k6")
+    server, missing = {}, None
+    try:
+        figures = phase_figures_with(load, query or prometheus_client(prometheus_url), None,
+                                     server_cores(comp["limits"]))
+        server = {p["name"]: p["figures"] for p in figures}
+    except ReportError as e:
+        missing = str(e)
+    rep = sweep_report.build(load, server, number(comp["limits"]["k6"]["cpus"]), missing)
     rep["charts"] = sweep_report.write_chart(rep, run_dir)
     (run_dir / "report.json").write_text(json.dumps(rep, indent=1, ensure_ascii=False) + "\n")
     (run_dir / "report.md").write_text(sweep_report.render(rep))
@@ -87,7 +97,7 @@ def run(run_id, prometheus_url, results_dir, query=None):
                           f"{listed}")
     k6 = read_load(run_dir / "load.json")
     if k6["settings"]["mode"] == "sweep":
-        return run_sweep(run_dir, k6)
+        return run_sweep(run_dir, k6, prometheus_url, query)
     compose = read_json(run_dir / "compose.json", required=False)
     query = query or prometheus_client(prometheus_url)
     rep = build_report(k6, compose, query, prometheus_url)

@@ -12,12 +12,15 @@ or it held less than MIN_HELD of the rate (as the mean over the step's
 rounds); it leaves the sweep once it has failed the plan's
 stop_after_failures steps, so a sweep past every limit stays bounded.
 
-`make report` on a sweep run writes its report from load.json alone (k6's own
-statistics; no Prometheus): per step and path the achieved rate and the
-client's p50, p90, p99 and p99.9 over rounds with their 95% intervals, the
-failing responses by status, what the socket saved at each rate through the
-same nginx (paired rounds, as the answer of make load), each path's knee and
-how it failed past it, and a chart of latency against achieved load."""
+`make report` on a sweep run writes its report from load.json (k6's own
+statistics) and, where Prometheus answers, each phase's server figures as a
+run of make load has them: per step and path the achieved rate and the
+client's p50, p90, p99 and p99.9 over rounds with their 95% intervals, what
+failed and how, the app's and nginx's CPU per request and nginx's 5xx, what
+the socket saved at each rate through the same nginx (paired rounds, as the
+answer of make load), each path's knee and how it failed past it, and a chart
+of latency against achieved load. A step whose generator used 90% or more of
+its CPU limit is k6's, not the path's: said, and left out of the knee."""
 import argparse
 import json
 import sys
@@ -33,8 +36,11 @@ MIN_HELD = 0.95  # ... or below this share of its rate achieved
 # The knee: the highest rate a path held while its p99 stayed within this many
 # times its median at the sweep's first step.
 KNEE_FACTOR = 10
+# What k6 counted of a failing step (load.js's FAILING), in words; "0" (no
+# response) counts the kinds after it, and any other network error.
 STATUS_WORDS = {"502": "502 (nginx could not reach the app)", "503": "503", "504": "504 (the app timed out)",
-                "0": "no response (refused, reset or timed out)"}
+                "0": "no response", "refused": "refused", "reset": "reset", "timeout": "timed out",
+                "connect_timeout": "connect timed out"}
 
 
 def measured(load):
@@ -54,9 +60,17 @@ def interval(values):
     return {"mean": m, "lo": lo, "hi": hi, "rounds": len(vs)}
 
 
-def step_outcome(phases, rate):
+# Server figures per step (the report's, per phase), over rounds.
+SERVER = ("app_cpu_us_per_req", "nginx_cpu_us_per_req", "nginx_5xx", "k6_cpu_cores")
+# k6 at or above this share of its CPU limit: the step describes k6.
+MAX_K6_CPU_SHARE = 0.9
+
+
+def step_outcome(phases, rate, server=None, k6_cpus=None):
     """One step's figures per path, and whether the path held it: failed is
-    None, or why it did not."""
+    None, or why it did not; generator is None, or why the step is k6's
+    limit. server: {phase name: its server figures}."""
+    server = server or {}
     out = {}
     for path in dict.fromkeys(p["path"] for p in phases):
         ps = [p for p in phases if p["path"] == path]
@@ -72,21 +86,26 @@ def step_outcome(phases, rate):
             why.append(f"{failed / requests:.1%} of requests failed")
         if achieved["mean"] < MIN_HELD * rate:
             why.append(f"held {achieved['mean']:,.0f} of {rate:,} req/s")
+        figs = {k: interval([(server.get(p["name"]) or {}).get(k) for p in ps]) for k in SERVER}
+        k6 = figs["k6_cpu_cores"]
+        busy = k6_cpus and k6 and k6["mean"] >= MAX_K6_CPU_SHARE * k6_cpus
         out[path] = {
             "rate": rate, "achieved": achieved, "error_share": failed / requests if requests else None,
             "dropped": sum(p.get("dropped_iterations") or 0 for p in ps), "statuses": statuses,
             **{q: interval([(p.get("duration_ms") or {}).get(q) for p in ps]) for q in ("p50", "p90", "p99", "p999")},
+            **figs,
             "failed": "; ".join(why) or None,
+            "generator": f"k6 used {k6['mean']:.2f} of its {k6_cpus:g} CPUs" if busy else None,
         }
     return out
 
 
-def steps(load):
+def steps(load, server=None, k6_cpus=None):
     """{step: step_outcome} of every step merged so far."""
     by_step = {}
     for p in measured(load):
         by_step.setdefault(p["step"], []).append(p)
-    return {s: step_outcome(ps, ps[0]["rate"]) for s, ps in sorted(by_step.items())}
+    return {s: step_outcome(ps, ps[0]["rate"], server, k6_cpus) for s, ps in sorted(by_step.items())}
 
 
 def decide(load):
@@ -129,7 +148,7 @@ def knee(path, by_step):
     held, failed = None, None
     for outcome in by_step.values():
         o = outcome.get(path)
-        if o is None:
+        if o is None or o["generator"]:
             continue
         if o["failed"]:
             failed = failed or (o["rate"], o["failed"], o["statuses"])
@@ -154,24 +173,40 @@ def savings(load):
     return res
 
 
-def build(load):
-    """A sweep run's report.json."""
-    by_step = steps(load)
+def build(load, server=None, k6_cpus=None, server_missing=None):
+    """A sweep run's report.json. server: {phase name: server figures} (the
+    report's phase figures), server_missing: why there are none."""
+    by_step = steps(load, server, k6_cpus)
     paths = list(dict.fromkeys(p for o in by_step.values() for p in o))
     return {"testid": load["testid"], "mode": "sweep", "settings": load["settings"], "generator": "k6",
+            "server_missing": server_missing,
             "steps": {str(s): o for s, o in by_step.items()},
             "knees": {p: knee(p, by_step) for p in paths},
             "savings": {str(s): [{"term": t["key"], "pair": t["paths"], "handling": t["answer"], "diff_us": d}
                                  for t, d in pairs] for s, pairs in savings(load).items()},
-            "charts": [], "warnings": []}
+            "charts": [], "warnings": all_short(by_step)}
 
 
-def fmt_ms(d):
+def all_short(by_step):
+    """The steps where every path (two or more) fell short of the rate with no
+    errors: k6's own ceiling on its core is as likely as theirs, and without
+    k6's CPU (cAdvisor) nothing tells them apart."""
+    out = []
+    for step, outcome in by_step.items():
+        os_ = [o for o in outcome.values() if not o["generator"]]
+        if len(os_) > 1 and all(o["failed"] and (o["error_share"] or 0) <= MAX_ERRORS for o in os_):
+            out.append(f"at {os_[0]['rate']:,} req/s every path fell short of the rate at once, none with errors: "
+                       "k6's own ceiling on its core is as likely as the paths' (with cAdvisor up, k6's CPU tells)")
+    return out
+
+
+def fmt_ms(d, decimals=2):
+    """A figure over rounds: mean (95% interval), or why not."""
     if d is None:
         return "n/a"
     if d["lo"] is None:
-        return f"{d['mean']:.2f} (1 round)"
-    return f"{d['mean']:.2f} ({d['lo']:.2f} to {d['hi']:.2f})"
+        return f"{d['mean']:,.{decimals}f} (1 round)"
+    return f"{d['mean']:,.{decimals}f} ({d['lo']:,.{decimals}f} to {d['hi']:,.{decimals}f})"
 
 
 def render(rep):
@@ -211,16 +246,23 @@ def render(rep):
             held += f"; first failed at {rate:,} req/s: {why}" + (f" ({kinds})" if kinds else "")
         lines.append(f"- `{path}`: {held}.")
     lines += ["", f"## Every step (`{w}`, ms over rounds, mean and 95% interval)", "",
-              "| rate | path | achieved req/s | p50 | p90 | p99 | p99.9 | failed | dropped | verdict |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| rate | path | achieved req/s | p50 | p90 | p99 | p99.9 | failed | dropped | app CPU/req (µs) | "
+              "nginx CPU/req (µs) | nginx 5xx | verdict |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for step, outcome in rep["steps"].items():
         for path, o in outcome.items():
             err = "n/a" if o["error_share"] is None else f"{o['error_share']:.2%}"
+            verdict = (f"k6's limit, not the path's: {o['generator']}" if o["generator"]
+                       else f"failed: {o['failed']}" if o["failed"] else "held")
             lines.append(f"| {o['rate']:,} | {path} | {o['achieved']['mean']:,.0f} | {fmt_ms(o['p50'])} | "
                          f"{fmt_ms(o['p90'])} | {fmt_ms(o['p99'])} | {fmt_ms(o['p999'])} | {err} | {o['dropped']:,} | "
-                         f"{'failed: ' + o['failed'] if o['failed'] else 'held'} |")
+                         f"{fmt_ms(o['app_cpu_us_per_req'], 1)} | {fmt_ms(o['nginx_cpu_us_per_req'], 1)} | "
+                         f"{fmt_ms(o['nginx_5xx'], 0)} | {verdict} |")
+    if rep.get("server_missing"):
+        lines += ["", f"Server figures: n/a ({rep['server_missing']})."]
     for c in rep["charts"]:
         lines += ["", f"![{c['title']}]({c['file']})"]
+    lines += ["", "## Warnings", ""] + [f"- {w}." for w in rep["warnings"]] + (["- none"] if not rep["warnings"] else [])
     lines += ["", "## How to read this", "",
               f"- Each step holds a fixed arrival rate (k6's constant-arrival-rate: a slow server cannot slow the "
               f"clock). A path fails a step when more than {MAX_ERRORS:.0%} of its requests failed or it held less "
@@ -243,7 +285,7 @@ def write_chart(rep, out_dir):
 
     fig, ax = plt.subplots(figsize=(8, 5))
     for path, k in rep["knees"].items():
-        pts = [o[path] for o in rep["steps"].values() if path in o]
+        pts = [o[path] for o in rep["steps"].values() if path in o and not o[path]["generator"]]
         colour = PATH_COLOURS.get(path, "grey")
         for q, style in (("p50", "-"), ("p99", "--")):
             xy = [(o["achieved"]["mean"], o[q]["mean"]) for o in pts if o[q]]
@@ -259,7 +301,8 @@ def write_chart(rep, out_dir):
     ax.set_xlabel("achieved requests/s")
     ax.set_ylabel("client latency (ms, log)")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, ncol=2)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, ncol=2)
     title = (f"{rep['settings']['workloads'][0]}: latency against load (p50 solid, p99 dashed; "
              "diamond: knee, x: failed step)")
     ax.set_title(title, fontsize=9)

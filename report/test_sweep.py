@@ -6,6 +6,7 @@ import json
 import pytest
 
 from report import cli, sweep
+from report.test_report import fake_query, free_port
 
 
 def phase(path, step, rate, r, rps=None, failed=0.0, p50=1.0, p99=3.0, statuses=None):
@@ -50,6 +51,14 @@ def test_a_path_leaves_after_its_second_failed_step_not_its_first():
     assert (nxt, going) == (4, ["uds-lo"]) and "  leaving the sweep (failed 2 steps): tcp-lo" in lines
     ph += [phase("uds-lo", 4, 800, r) for r in (1, 2, 3)]
     assert sweep.decide(load(ph))[1] is None  # the last rate: done
+
+
+def test_every_path_short_at_once_without_errors_is_said_to_be_possibly_k6s():
+    ph = [phase(p, 1, 100, r, rps=80) for p in ("tcp-lo", "uds-lo") for r in (1, 2)]
+    (w,) = sweep.build(load(ph))["warnings"]
+    assert w.startswith("at 100 req/s every path fell short of the rate at once, none with errors")
+    ph = [phase("tcp-lo", 1, 100, r, rps=80) for r in (1, 2)] + [phase("uds-lo", 1, 100, r) for r in (1, 2)]
+    assert sweep.build(load(ph))["warnings"] == []
 
 
 def test_check_merges_each_step_into_load_json(tmp_path):
@@ -99,10 +108,28 @@ def test_a_sweep_without_a_same_nginx_pair_says_so():
 
 
 def test_make_report_on_a_sweep_writes_its_report_and_chart(tmp_path):
+    """Server figures per phase, as make load's: the app's CPU per request over
+    a step's rounds; k6 at 95% of its CPU limit makes the step k6's."""
     run = tmp_path / "sw"
     run.mkdir()
     (run / "load.json").write_text(json.dumps(sweep_run()))
-    rep = cli.run("sw", "http://127.0.0.1:1", tmp_path, query=lambda e: pytest.fail("a sweep asks no Prometheus"))
+    (run / "compose.json").write_text(json.dumps({"services": {"k6": {"cpus": 1}, "app": {}, "nginx": {}}}))
+    busy = {("container_cpu_usage_seconds_total", 'service="k6"'): 0.95, "app_http_requests_total": 1000,
+            "app_process_cpu_seconds_total": 0.05}
+    rep = cli.run("sw", "http://127.0.0.1:1", tmp_path, query=fake_query(busy))
     assert rep["mode"] == "sweep" and (run / "report.md").is_file()
+    o = rep["steps"]["1"]["uds-lo"]
+    assert o["app_cpu_us_per_req"]["mean"] == pytest.approx(50) and o["generator"] == "k6 used 0.95 of its 1 CPUs"
+    assert rep["knees"]["uds-lo"]["rate"] is None  # no step of the path's own
+    assert "k6's limit, not the path's: k6 used 0.95 of its 1 CPUs" in (run / "report.md").read_text()
     (chart,) = rep["charts"]
     assert (run / chart["file"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_sweep_is_reported_from_k6_alone_when_prometheus_does_not_answer(tmp_path):
+    run = tmp_path / "sw"
+    run.mkdir()
+    (run / "load.json").write_text(json.dumps(sweep_run()))
+    rep = cli.run("sw", f"http://127.0.0.1:{free_port()}", tmp_path)
+    assert "does not answer" in rep["server_missing"] and rep["knees"]["tcp-lo"]["rate"] == 200
+    assert "Server figures: n/a (Prometheus at" in (run / "report.md").read_text()
