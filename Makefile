@@ -95,6 +95,7 @@ endef
 # k6 and wrk's runner say how long the plan runs before it starts, and which
 # phase it is in as each one starts (both from loadgen/plan.py).
 run_plan = rc=0; COMPOSE="$(COMPOSE)" TESTID=$(TESTID) MODE=$(1) GENERATOR=$(2) PRECISION="$(call env,PRECISION)" \
+	SWEEP="$(call env,SWEEP)" SWEEP_RATES="$(call env,SWEEP_RATES)" SWEEP_TO="$(call env,SWEEP_TO)" \
 	loadgen/run.sh || rc=$$?; $(loaded); exit $$rc
 
 .PHONY: load
@@ -107,11 +108,13 @@ max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6 or wrk,
 	$(lab_is_up)
 	@$(call run_plan,max,$(call env,GENERATOR))
 
-# Latency against load: each path at rising fixed rates until it fails (report/sweep.py).
+# Latency against load: each path at rising fixed rates (k6) until it fails, or
+# flat out at rising connections (SWEEP=connections: wrk, which k6 on one core
+# could not match); report/sweep.py judges each step.
 .PHONY: sweep
-sweep: loadgen-settings ## Latency against load: every path at rising fixed rates, up to and past its limit (SWEEP_RATES or SWEEP_FROM/SWEEP_TO/SWEEP_STEPS, SWEEP_ROUNDS, SCENARIO, PATHS)
+sweep: loadgen-settings ## Latency against load: every path at rising fixed rates up to and past its limit (SWEEP_RATES or SWEEP_FROM/TO/STEPS, SWEEP_ROUNDS); SWEEP=connections: flat out at SWEEP_CONNECTIONS
 	$(lab_is_up)
-	@$(call run_plan,sweep,k6)
+	@$(call run_plan,sweep,$(if $(filter connections,$(call env,SWEEP)),wrk,k6))
 
 # The transports alone, no nginx, no HTTP: services/floor, in the lab's
 # network namespaces and CPU sets (catalogue.json's "floor").
@@ -131,9 +134,10 @@ compare: loadgen-settings ## The same load on each stack in turn, and what the s
 	COMPOSE="$(COMPOSE)" MAKE="$(MAKE)" TESTID=compare-$(TESTID) loadgen/compare.sh
 
 .PHONY: report
-report: ## Write results/<run>/report.md, report.json and charts for the last run (RUN=<testid> for another)
+report: ## Write results/<run>/report.md, report.json and charts for the last run (RUN=<testid> for another; a sweep: RATE=<your rate> names the nearest step)
 	@$(COMPOSE) --profile report build report >/dev/null
-	$(COMPOSE) --profile report run --rm --user "$$(id -u):$$(id -g)" report --run "$(or $(RUN),$$(cat results/last))"
+	$(COMPOSE) --profile report run --rm --user "$$(id -u):$$(id -g)" report --run "$(or $(RUN),$$(cat results/last))" \
+		$(if $(RATE),--rate "$(RATE)")
 
 .PHONY: contract
 contract: ## Check an app image against the contract (APP_IMAGE=<image>, default the lab's app; ENDPOINT=<a route of it>; APP_PROTOCOL=fastcgi for PHP-FPM) and print the tables

@@ -47,8 +47,9 @@ PHASES.forEach((ph) => {
     },
     tags: { path: ph.path, workload: ph.workload, round: String(ph.round), phase: ph.phase },
   };
-  scenarios[ph.name] = MODE === 'max'
-    ? { ...common, executor: 'constant-vus', vus: SETTINGS.connections, duration: `${ph.duration_s}s` }
+  // Flat out: make max, and a sweep of connections (each step's phases carry theirs).
+  scenarios[ph.name] = MODE === 'max' || ph.connections
+    ? { ...common, executor: 'constant-vus', vus: ph.connections || SETTINGS.connections, duration: `${ph.duration_s}s` }
     : {
       ...common,
       executor: 'constant-arrival-rate',
@@ -116,7 +117,8 @@ export function handleSummary(data) {
     };
   });
   const load = MODE === 'max' ? `max throughput, ${SETTINGS.connections} VUs`
-    : MODE === 'sweep' ? `sweep step ${SETTINGS.step} at ${SETTINGS.rate} req/s` : `${SETTINGS.rate} req/s`;
+    : MODE === 'sweep' ? `sweep step ${SETTINGS.step} at ${SETTINGS.rate ? `${SETTINGS.rate} req/s` : `${SETTINGS.connections} connections`}`
+      : `${SETTINGS.rate} req/s`;
   const lines = [`uds-lab k6 run ${TESTID}: ${load}, ${SETTINGS.duration}s x ${SETTINGS.rounds} rounds`, ''];
   lines.push(['phase'.padEnd(28), 'requests', 'req/s'.padStart(8), 'failed', 'dropped', 'p50'.padStart(10), 'p99'.padStart(10)].join(' '));
   for (const p of perPhase) {

@@ -127,7 +127,7 @@ def read_settings(env, catalogue):
     if not s["endpoint"].startswith("/"):
         raise SettingError(f'ENDPOINT="{s["endpoint"]}": must start with /')
     if s["generator"] == "wrk":
-        if s["mode"] != "max":
+        if s["mode"] != "max" and not (s["mode"] == "sweep" and env.get("SWEEP") == "connections"):
             raise SettingError("GENERATOR=wrk: runs MODE=max only (wrk cannot hold a fixed rate)")
         s["threads"] = whole(env, "WRK_THREADS", 1, 1)
         if s["connections"] < s["threads"]:
@@ -162,35 +162,54 @@ def percent(env, name):
 SWEEP_FAILS = 2
 
 
+SWEEPS = ("rate", "connections")
+
+
 def sweep_settings(env, s):
-    """make sweep's settings into s: the steps' rates, the step this plan is
-    for (SWEEP_STEP; loadgen/run.sh runs them in turn) and its rate, and the
-    rounds per step (SWEEP_ROUNDS: a sweep is many runs, so fewer than ROUNDS)."""
-    if s["generator"] != "k6":
+    """make sweep's settings into s: what it steps (SWEEP: rate, at fixed
+    arrival rates with k6; connections, flat out at rising connections in
+    flight), the steps' levels, the step this plan is for (SWEEP_STEP;
+    loadgen/run.sh runs them in turn) and its level, and the rounds per step
+    (SWEEP_ROUNDS: a sweep is many runs, so fewer than ROUNDS)."""
+    s["sweep"] = one_of(env, "SWEEP", "rate", SWEEPS)
+    if s["sweep"] == "rate" and s["generator"] != "k6":
         raise SettingError(f'GENERATOR="{s["generator"]}": make sweep runs k6 (a fixed arrival rate per step)')
     if len(s["workloads"]) != 1:
         raise SettingError(f"SCENARIO={','.join(s['workloads'])}: make sweep takes one workload (a sweep each)")
     if "precision" in s:
         raise SettingError("PRECISION: not for make sweep (its steps have SWEEP_ROUNDS rounds each)")
     s["rounds"] = whole(env, "SWEEP_ROUNDS", 3, 2)
-    s["rates"] = sweep_rates(env)
+    s["rates"] = sweep_rates(env) if s["sweep"] == "rate" else rising(env, "SWEEP_CONNECTIONS", "64,256,1000")
     s["step"] = whole(env, "SWEEP_STEP", 1, 1)
     if s["step"] > len(s["rates"]):
         raise SettingError(f"SWEEP_STEP={s['step']}: the sweep has {len(s['rates'])} steps")
-    s["rate"] = s["rates"][s["step"] - 1]
+    level = s["rates"][s["step"] - 1]
+    if s["sweep"] == "rate":
+        s["rate"] = level
+    else:
+        s.pop("rate", None)  # flat out: no rate
+        s["connections"] = level
+        if s["generator"] == "wrk" and level < s["threads"]:
+            raise SettingError(f"SWEEP_CONNECTIONS: {level} is below WRK_THREADS={s['threads']}")
     s["stop_after_failures"] = SWEEP_FAILS
+
+
+def rising(env, name, default):
+    """A rising comma list of whole numbers >= 1."""
+    raw = setting(env, name, default)
+    items = [x.strip() for x in raw.split(",") if x.strip()]
+    ok = items and all(re.fullmatch(r"[0-9]+", x) and int(x) >= 1 for x in items)
+    if not ok or [int(x) for x in items] != sorted({int(x) for x in items}):
+        unit = "req/s" if name == "SWEEP_RATES" else "connections"
+        raise SettingError(f'{name}="{raw}": must be rising whole numbers >= 1 ({unit}), e.g. 100,200,400')
+    return [int(x) for x in items]
 
 
 def sweep_rates(env):
     """SWEEP_RATES (rising, req/s), or SWEEP_STEPS rates from SWEEP_FROM to
     SWEEP_TO, each about the last times one factor (two significant digits)."""
-    raw = setting(env, "SWEEP_RATES", "")
-    if raw:
-        items = [x.strip() for x in raw.split(",") if x.strip()]
-        ok = items and all(re.fullmatch(r"[0-9]+", x) and int(x) >= 1 for x in items)
-        if not ok or [int(x) for x in items] != sorted({int(x) for x in items}):
-            raise SettingError(f'SWEEP_RATES="{raw}": must be rising whole numbers >= 1 (req/s), e.g. 100,200,400')
-        return [int(x) for x in items]
+    if setting(env, "SWEEP_RATES", ""):
+        return rising(env, "SWEEP_RATES", "")
     lo, hi = whole(env, "SWEEP_FROM", 100, 1), whole(env, "SWEEP_TO", 0, 0)
     if hi == 0:
         raise SettingError("SWEEP_TO: unset (make sweep measures it with a flat-out probe; or give SWEEP_RATES)")
@@ -286,10 +305,15 @@ def plan(s, route, first=1):
             phases.append({
                 "name": f"{w}__{path}__{f's{step}__' if step else ''}r{r}", "workload": w, "path": path, "round": r,
                 "phase": "warmup" if r == 0 else "measure", "endpoint": route[w],
-                "start_offset_s": at, "duration_s": secs, **({"step": step, "rate": s["rate"]} if step else {}),
+                "start_offset_s": at, "duration_s": secs, **(step_fields(s) if step else {}),
             })
             at += secs + GAP_SECONDS
     return phases
+
+
+def step_fields(s):
+    """What a sweep's phase carries: its step, and its rate or its connections."""
+    return {"step": s["step"], **({"rate": s["rate"]} if s["sweep"] == "rate" else {"connections": s["connections"]})}
 
 
 def length_s(phases):
@@ -330,14 +354,17 @@ def describe(s, phases, route=None, first=1):
 def describe_step(s, phases, route):
     """A sweep's step in words; the first also says the whole sweep's most."""
     step, rates = s["step"], s["rates"]
-    out = (f"sweep step {step}/{len(rates)} at {s['rate']} req/s: {len(phases)} phases, about "
+    at = f"{s['rate']} req/s" if s["sweep"] == "rate" else f"{s['connections']} connections flat out ({s['generator']})"
+    out = (f"sweep step {step}/{len(rates)} at {at}: {len(phases)} phases, about "
            f"{clock(length_s(phases))}: {len(s['paths'])} paths x ({s['rounds']} x {s['duration']} s), order "
            f"counterbalanced (SEED={s['seed']})")
     if step == 1:
-        most = length_s(phases) + sum(length_s(plan({**s, "step": i, "rate": r}, route)) + 5
+        key = "rate" if s["sweep"] == "rate" else "connections"
+        most = length_s(phases) + sum(length_s(plan({**s, "step": i, key: r}, route)) + 5
                                       for i, r in enumerate(rates[1:], 2))
-        out += (f"; steps at {', '.join(map(str, rates))} req/s, a path leaving the sweep once it has failed "
-                f"{s['stop_after_failures']} (errors above 1%, or under 95% of the rate): about {clock(most)} at most")
+        rule = "errors above 1%, or under 95% of the rate" if key == "rate" else "errors above 1%"
+        out += (f"; steps at {', '.join(map(str, rates))} {'req/s' if key == 'rate' else 'connections'}, a path "
+                f"leaving the sweep once it has failed {s['stop_after_failures']} ({rule}): about {clock(most)} at most")
     return out
 
 

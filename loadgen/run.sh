@@ -8,7 +8,7 @@
 # answer within it, or MAX_ROUNDS is reached. A batch continues the run's order
 # of paths (same SEED, from FIRST_ROUND on) and is merged into its load.json.
 #
-# From make: COMPOSE, TESTID, MODE, GENERATOR, PRECISION; the rest of the run's
+# From make: COMPOSE, TESTID, MODE, GENERATOR, PRECISION, SWEEP, SWEEP_RATES, SWEEP_TO; the rest of the run's
 # settings from the environment, as compose passes them on.
 # Exit: the generator's (1: more than 1% of requests failed), 2: a bad setting.
 set -euo pipefail
@@ -61,7 +61,7 @@ generate() {
 
 mkdir -p "$dir"
 $COMPOSE --profile load build wrk >/dev/null
-if [ "$MODE" = sweep ] && [ -z "${SWEEP_RATES:-}" ] && [ -z "${SWEEP_TO:-}" ]; then
+if [ "$MODE" = sweep ] && [ "${SWEEP:-rate}" = rate ] && [ -z "${SWEEP_RATES:-}" ] && [ -z "${SWEEP_TO:-}" ]; then
   SWEEP_RATES=1,2 plan || { rmdir "$dir" 2>/dev/null; exit 2; }  # a bad setting stops before the probe
   echo "sweep: finding its top, each path flat out for 3 s (wrk; SWEEP_TO or SWEEP_RATES skips this)"
   SWEEP_TO=$(probe) || { echo "make sweep: the probe failed (above); give SWEEP_TO or SWEEP_RATES" >&2; exit 1; }

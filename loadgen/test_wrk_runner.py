@@ -159,7 +159,8 @@ def test_plan_py_names_a_bad_setting_in_one_line(tmp_path, env, line):
 def test_parse_output_reads_stamps_and_summary():
     out = "1763820000123\nRunning 10s test @ http://nginx:8080/tcp/ping\n  1 threads and 64 connections\n" \
           '{"wrk_summary":{"requests":80000,"duration_s":10.0,"errors":0,"non_2xx_3xx":0,' \
-          '"latency_ms":{"avg":0.8,"p50":0.7,"p90":1.1,"p95":1.3,"p99":2.0,"max":9.0}}}\n1763820010456\n'
+          '"by_kind":{"connect":0,"read":0,"write":0,"timeout":0},' \
+          '"latency_ms":{"avg":0.8,"p50":0.7,"p90":1.1,"p95":1.3,"p99":2.0,"p999":4.0,"max":9.0}}}\n1763820010456\n'
     start, end, w = wrk_runner.parse_output(out)
     assert (start, end, w["requests"], w["latency_ms"]["p99"]) == (1763820000123, 1763820010456, 80000, 2.0)
     with pytest.raises(RuntimeError):
@@ -189,3 +190,28 @@ def test_wrk_runner_writes_a_load_json_of_the_schemas_shape(tmp_path, local_cata
     # The idle second, then the gap: the phase starts no earlier than planned.
     assert load["idle"] == {"start_offset_s": 0, "duration_s": 1} and ph["start_offset_s"] >= 2
     assert hits.get("/tcp-ka/bytes/100", 0) >= ph["requests"]
+
+
+def test_wrk_runs_a_sweep_of_connections_step_with_its_connections(tmp_path, local_catalogue):
+    """make sweep SWEEP=connections GENERATOR=wrk, step 2: each phase flat out
+    at the step's connections, load-s2.json with how the path failed (a 502
+    route: every answer a non-2xx)."""
+    if shutil.which("wrk") is None:
+        pytest.fail("wrk is not installed: scripts/test-deps.sh installs Debian's wrk")
+    catalogue, hits = local_catalogue
+    env = {**os.environ, "WRK_LOCAL": "1", "CATALOGUE": str(catalogue), "RESULTS": str(tmp_path), "TESTID": "w2",
+           "MODE": "sweep", "SWEEP": "connections", "SWEEP_CONNECTIONS": "1,3", "SWEEP_STEP": "2",
+           "SWEEP_ROUNDS": "2", "PATHS": "uds", "SCENARIO": "custom", "ENDPOINT": "/status/502", "WARMUP": "0",
+           "DURATION": "1", "WRK_THREADS": "1", "IDLE": "0"}
+    res = subprocess.run([sys.executable, str(runplan.HERE / "wrk_runner.py")], env=env, capture_output=True,
+                         text=True, timeout=30)
+    assert res.returncode == 1, res.stdout + res.stderr  # every answer a 502: more than 1% failed
+    assert "sweep step 2/2 at 3 connections flat out (wrk)" in res.stdout
+    assert [p.name for p in (tmp_path / "w2").iterdir()] == ["load-s2.json"]
+    load = json.loads((tmp_path / "w2" / "load-s2.json").read_text())
+    jsonschema.validate(load, json.loads(runplan.SCHEMA.read_text()))
+    for ph in load["phases"]:
+        assert (ph["step"], ph["connections"], ph["failed_rate"]) == (2, 3, 1)
+        assert ph["statuses"] == {"non_2xx_3xx": ph["requests"], "connect": 0, "read": 0, "write": 0, "timeout": 0}
+        assert "p999" in ph["duration_ms"]
+    assert hits["/uds/status/502"] >= sum(p["requests"] for p in load["phases"])

@@ -34,8 +34,10 @@ SUMMARY_LUA = runplan.HERE / "wrk" / "summary.lua"
 
 
 def wrk_env(env):
-    """The environment as the plan reads it for wrk: flat out, named wrk."""
-    return {"TESTID": f"run-{int(time.time())}", **env, "MODE": "max", "GENERATOR": "wrk"}
+    """The environment as the plan reads it for wrk: flat out (make max, or a
+    sweep of connections), named wrk."""
+    mode = "sweep" if env.get("MODE") == "sweep" else "max"
+    return {"TESTID": f"run-{int(time.time())}", **env, "MODE": mode, "GENERATOR": "wrk"}
 
 
 def parse_output(out):
@@ -51,7 +53,7 @@ def parse_output(out):
 def run_phase(compose, s, url, phase):
     script = (
         f"date +%s%3N; wrk --script {shlex.quote(str(SUMMARY_LUA.relative_to(ROOT)))} -t{s['threads']} "
-        f"-c{s['connections']} -d{phase['duration_s']}s --latency {shlex.quote(url)}; date +%s%3N"
+        f"-c{phase.get('connections', s['connections'])} -d{phase['duration_s']}s --latency {shlex.quote(url)}; date +%s%3N"
     )
     if compose is None:  # inside the wrk container, or a test on the host
         cmd = ["sh", "-c", script]
@@ -72,8 +74,10 @@ def record(phase, start, t0, w):
         "requests": w["requests"],
         "failed_rate": w["errors"] / w["requests"] if w["requests"] else 0,
         "dropped_iterations": 0,
-        "duration_ms": {k: lat[k] for k in ("avg", "p50", "p90", "p95", "p99", "max")},
+        "duration_ms": {k: lat[k] for k in ("avg", "p50", "p90", "p95", "p99", "p999", "max")},
     })
+    if phase.get("step"):  # a sweep: how the path failed, by wrk's kinds of error
+        phase["statuses"] = {"non_2xx_3xx": w["non_2xx_3xx"], **w["by_kind"]}
 
 
 def main():
@@ -85,7 +89,8 @@ def main():
         return 2
     testid, s, phases = doc["testid"], doc["settings"], doc["phases"]
     compose = None if env.get("WRK_LOCAL") == "1" else shlex.split(runplan.setting(env, "COMPOSE", "docker compose"))
-    print(f"uds-lab wrk run {testid}: max throughput, {s['connections']} connections; {doc['describe']}\n")
+    what = "" if "step" in s else f"max throughput, {s['connections']} connections; "
+    print(f"uds-lab wrk run {testid}: {what}{doc['describe']}\n")
     print(f"{'phase':28} {'requests':>9} {'req/s':>9} {'errors':>7} {'p50':>10} {'p99':>10}")
     # The run starts with the idle phase (no requests), when there is one: the
     # phases' offsets then count from its start, as k6's do.
@@ -114,8 +119,10 @@ def main():
         "totals": {"requests": requests, "failed_rate": failed / requests if requests else 0},
         "thresholds_failed": ["http_req_failed"] if requests and failed / requests >= 0.01 else [],
     }
-    # load.json, or load-r<N>.json for a later batch of a PRECISION run (loadgen/run.sh merges it).
-    path = Path(runplan.setting(env, "RESULTS", str(ROOT / "results"))) / testid / runplan.file_names(doc["first_round"])[1]
+    # load.json, or load-r<N>.json for a later batch of a PRECISION run, load-s<N>.json
+    # for a sweep's later step (loadgen/run.sh merges them).
+    name = runplan.file_names(doc["first_round"], s.get("step", 1))[1]
+    path = Path(runplan.setting(env, "RESULTS", str(ROOT / "results"))) / testid / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2))
     print(f"\nwrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")

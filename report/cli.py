@@ -19,7 +19,7 @@ from report.context import build_report, compose_info
 from report.queries import phase_figures_with, server_cores
 from report.markdown import render_markdown
 from report.prometheus import prometheus_client
-from report.values import ReportError, number
+from report.values import ReportError, number, scalar
 from report.warnings import warning
 
 # The shape of load.json that k6 (loadgen/load.js) and the wrk runner write.
@@ -67,25 +67,29 @@ def run_floor(run_dir):
     return {**rep, "charts": [], "warnings": []}
 
 
-def run_sweep(run_dir, load, prometheus_url, query=None):
+def run_sweep(run_dir, load, prometheus_url, query=None, rate=None):
     """A make sweep run's report: k6's own figures per step and path, and the
     server's per phase where Prometheus answers (said where it does not)."""
-    comp = compose_info(read_json(run_dir / "compose.json", required=False), "k6")
-    server, missing = {}, None
+    gen = load["settings"]["generator"]
+    comp = compose_info(read_json(run_dir / "compose.json", required=False), gen)
+    server, missing, backlog = {}, None, None
     try:
-        figures = phase_figures_with(load, query or prometheus_client(prometheus_url), None,
-                                     server_cores(comp["limits"]))
-        server = {p["name"]: p["figures"] for p in figures}
+        query = query or prometheus_client(prometheus_url)
+        server = {p["name"]: p["figures"] for p in phase_figures_with(load, query, None, server_cores(comp["limits"]))}
+        n = scalar(query, f"max(max_over_time(app_listen_backlog[1h] @ {load['start_ms'] / 1000:.3f}))") \
+            if load.get("start_ms") else None
+        backlog = (f"{n:,.0f} on both listeners (net.core.somaxconn in the app's network namespace, which Go's "
+                   "net.Listen asks for)") if n else "not exported by this app (app_listen_backlog)"
     except ReportError as e:
         missing = str(e)
-    rep = sweep_report.build(load, server, number(comp["limits"]["k6"]["cpus"]), missing)
+    rep = sweep_report.build(load, server, number(comp["limits"][gen]["cpus"]), missing, backlog)
     rep["charts"] = sweep_report.write_chart(rep, run_dir)
     (run_dir / "report.json").write_text(json.dumps(rep, indent=1, ensure_ascii=False) + "\n")
-    (run_dir / "report.md").write_text(sweep_report.render(rep))
+    (run_dir / "report.md").write_text(sweep_report.render(rep, rate))
     return rep
 
 
-def run(run_id, prometheus_url, results_dir, query=None):
+def run(run_id, prometheus_url, results_dir, query=None, rate=None):
     """Reads the inputs, builds the report, writes report.md, report.json and charts; returns the report."""
     run_dir = Path(results_dir) / run_id
     if not (run_dir / "load.json").is_file() and (run_dir / "floor.json").is_file():
@@ -97,7 +101,7 @@ def run(run_id, prometheus_url, results_dir, query=None):
                           f"{listed}")
     k6 = read_load(run_dir / "load.json")
     if k6["settings"]["mode"] == "sweep":
-        return run_sweep(run_dir, k6, prometheus_url, query)
+        return run_sweep(run_dir, k6, prometheus_url, query, rate)
     compose = read_json(run_dir / "compose.json", required=False)
     query = query or prometheus_client(prometheus_url)
     rep = build_report(k6, compose, query, prometheus_url)
@@ -117,12 +121,16 @@ def main(argv=None):
     ap.add_argument("--run", required=True, help="the run's testid: results/<run>/load.json")
     ap.add_argument("--prometheus", default="http://127.0.0.1:9090", help="Prometheus base URL")
     ap.add_argument("--results", default="results", help="folder holding <run>/")
+    ap.add_argument("--rate", default="", help="a sweep run: your rate (req/s), to name the nearest measured step")
     args = ap.parse_args(argv)
+    if args.rate and not (args.rate.isdigit() and int(args.rate) >= 1):
+        print(f'report: RATE="{args.rate}": must be a whole number >= 1 (req/s)', file=sys.stderr)
+        return 2
     if not args.run or "/" in args.run or args.run in (".", ".."):
         print(f"report: --run {args.run!r}: give a testid (a folder name under {args.results})", file=sys.stderr)
         return 2
     try:
-        rep = run(args.run, args.prometheus, args.results)
+        rep = run(args.run, args.prometheus, args.results, rate=int(args.rate) if args.rate else None)
     except ReportError as e:
         print(f"report: {e}", file=sys.stderr)
         return 2

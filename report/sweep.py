@@ -29,7 +29,7 @@ from pathlib import Path
 from report.breakdown import HANDLING
 from report.lab import PATH_COLOURS, TERMS
 from report.precision import merge
-from report.stats import diff_stats, fmt_interval, holm, measurable, t_interval
+from report.stats import diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, t_interval
 
 MAX_ERRORS = 0.01  # a step fails past this share of failed requests
 MIN_HELD = 0.95  # ... or below this share of its rate achieved
@@ -62,11 +62,11 @@ def interval(values):
 
 # Server figures per step (the report's, per phase), over rounds.
 SERVER = ("app_cpu_us_per_req", "nginx_cpu_us_per_req", "nginx_5xx", "k6_cpu_cores")
-# k6 at or above this share of its CPU limit: the step describes k6.
+# The generator at or above this share of its CPU limit: the step describes it.
 MAX_K6_CPU_SHARE = 0.9
 
 
-def step_outcome(phases, rate, server=None, k6_cpus=None):
+def step_outcome(phases, rate, server=None, k6_cpus=None, gen="k6"):
     """One step's figures per path, and whether the path held it: failed is
     None, or why it did not; generator is None, or why the step is k6's
     limit. server: {phase name: its server figures}."""
@@ -84,18 +84,18 @@ def step_outcome(phases, rate, server=None, k6_cpus=None):
         why = []
         if requests and failed / requests > MAX_ERRORS:
             why.append(f"{failed / requests:.1%} of requests failed")
-        if achieved["mean"] < MIN_HELD * rate:
+        if rate and achieved["mean"] < MIN_HELD * rate:
             why.append(f"held {achieved['mean']:,.0f} of {rate:,} req/s")
         figs = {k: interval([(server.get(p["name"]) or {}).get(k) for p in ps]) for k in SERVER}
         k6 = figs["k6_cpu_cores"]
         busy = k6_cpus and k6 and k6["mean"] >= MAX_K6_CPU_SHARE * k6_cpus
         out[path] = {
-            "rate": rate, "achieved": achieved, "error_share": failed / requests if requests else None,
+            "rate": rate, "connections": ps[0].get("connections"), "achieved": achieved, "error_share": failed / requests if requests else None,
             "dropped": sum(p.get("dropped_iterations") or 0 for p in ps), "statuses": statuses,
             **{q: interval([(p.get("duration_ms") or {}).get(q) for p in ps]) for q in ("p50", "p90", "p99", "p999")},
             **figs,
             "failed": "; ".join(why) or None,
-            "generator": f"k6 used {k6['mean']:.2f} of its {k6_cpus:g} CPUs" if busy else None,
+            "generator": f"{gen} used {k6['mean']:.2f} of its {k6_cpus:g} CPUs" if busy else None,
         }
     return out
 
@@ -105,7 +105,13 @@ def steps(load, server=None, k6_cpus=None):
     by_step = {}
     for p in measured(load):
         by_step.setdefault(p["step"], []).append(p)
-    return {s: step_outcome(ps, ps[0]["rate"], server, k6_cpus) for s, ps in sorted(by_step.items())}
+    gen = load["settings"]["generator"]
+    return {s: step_outcome(ps, ps[0].get("rate"), server, k6_cpus, gen) for s, ps in sorted(by_step.items())}
+
+
+def level(o):
+    """A step's level in words: its rate, or its connections flat out."""
+    return f"{o['rate']:,} req/s" if o["rate"] else f"{o['connections']:,} connections"
 
 
 def decide(load):
@@ -118,7 +124,7 @@ def decide(load):
     for outcome in done.values():
         for path, o in outcome.items():
             failures[path] = failures.get(path, 0) + (1 if o["failed"] else 0)
-    lines = [f"sweep step {last}/{len(s['rates'])} at {s['rates'][last - 1]:,} req/s:"]
+    lines = [f"sweep step {last}/{len(s['rates'])} at {level(next(iter(done[last].values())))}:"]
     for path, o in done[last].items():
         lines.append(f"  {path}: {o['achieved']['mean']:,.0f} req/s, p99 "
                      f"{o['p99']['mean'] if o['p99'] else float('nan'):.2f} ms: "
@@ -157,33 +163,51 @@ def knee(path, by_step):
     return {"rate": held, "low_load_p50_ms": base, "failed_at": failed}
 
 
+def peak(path, by_step):
+    """A sweep of connections: the most requests/s the path carried and at how
+    many connections, and the first step it failed (connections, why, what)."""
+    pts = [o[path] for o in by_step.values() if path in o and not o[path]["generator"]]
+    top = max(pts, key=lambda o: o["achieved"]["mean"], default=None)
+    bad = next((o for o in pts if o["failed"]), None)
+    return {"rps": top and top["achieved"]["mean"], "connections": top and top["connections"],
+            "failed_at": bad and (bad["connections"], bad["failed"], bad["statuses"])}
+
+
 def savings(load):
-    """{step: [(term, diff)]}: the answer's same-nginx pairs at each step, the
-    client median's paired difference (TCP minus the socket, µs), Holm over
-    the pairs of a step."""
+    """{step: [(term, figure)]}: the answer's same-nginx pairs at each step,
+    paired over its rounds, Holm over the pairs of a step: at a fixed rate the
+    client median's difference (TCP minus the socket, µs); flat out (a sweep
+    of connections) the ratio of requests/s (the socket's to TCP's)."""
+    flat = load["settings"].get("sweep") == "connections"
     out = {}
     for p in measured(load):
-        out.setdefault(p["step"], {}).setdefault(p["path"], {})[p["round"]] = (p.get("duration_ms") or {}).get("p50")
+        v = rps(p) if flat else (p.get("duration_ms") or {}).get("p50")
+        out.setdefault(p["step"], {}).setdefault(p["path"], {})[p["round"]] = v
     res = {}
     for step, by_path in sorted(out.items()):
-        pairs = [(t, diff_stats(by_path[t["paths"][0]], by_path[t["paths"][1]], 1e3)) for t in TERMS
-                 if t.get("answer") and all(x in by_path for x in t["paths"])]
-        holm([d for _, d in pairs])
-        res[step] = pairs
+        chosen = [t for t in TERMS if t.get("answer") and all(x in by_path for x in t["paths"])]
+        figs = [ratio_stats(by_path[t["paths"][1]], by_path[t["paths"][0]]) if flat
+                else diff_stats(by_path[t["paths"][0]], by_path[t["paths"][1]], 1e3) for t in chosen]
+        holm(figs)
+        res[step] = list(zip(chosen, figs))
     return res
 
 
-def build(load, server=None, k6_cpus=None, server_missing=None):
+def build(load, server=None, k6_cpus=None, server_missing=None, backlog=None):
     """A sweep run's report.json. server: {phase name: server figures} (the
-    report's phase figures), server_missing: why there are none."""
+    report's phase figures), server_missing: why there are none; backlog: the
+    app's listen backlog and where it came from, or None."""
     by_step = steps(load, server, k6_cpus)
     paths = list(dict.fromkeys(p for o in by_step.values() for p in o))
-    return {"testid": load["testid"], "mode": "sweep", "settings": load["settings"], "generator": "k6",
-            "server_missing": server_missing,
+    flat = load["settings"].get("sweep") == "connections"
+    return {"testid": load["testid"], "mode": "sweep", "settings": load["settings"],
+            "generator": load["settings"]["generator"], "server_missing": server_missing, "backlog": backlog,
             "steps": {str(s): o for s, o in by_step.items()},
-            "knees": {p: knee(p, by_step) for p in paths},
-            "savings": {str(s): [{"term": t["key"], "pair": t["paths"], "handling": t["answer"], "diff_us": d}
-                                 for t, d in pairs] for s, pairs in savings(load).items()},
+            "knees": {} if flat else {p: knee(p, by_step) for p in paths},
+            "peaks": {p: peak(p, by_step) for p in paths} if flat else {},
+            "savings": {str(s): [{"term": t["key"], "pair": t["paths"], "handling": t["answer"],
+                                  ("ratio" if flat else "diff_us"): d} for t, d in pairs]
+                        for s, pairs in savings(load).items()},
             "charts": [], "warnings": all_short(by_step)}
 
 
@@ -209,84 +233,136 @@ def fmt_ms(d, decimals=2):
     return f"{d['mean']:,.{decimals}f} ({d['lo']:,.{decimals}f} to {d['hi']:,.{decimals}f})"
 
 
-def render(rep):
+def saving_words(x):
+    """One pair at one step in words, or None when it was not measured."""
+    tcp, uds = x["pair"]
+    words = HANDLING[x["handling"]].removeprefix("with ")
+    if "ratio" in x:  # flat out: requests/s
+        r = x["ratio"]
+        if r is None:
+            return None
+        if judge(r) != "clear":
+            return f"`{uds}` against `{tcp}` ({words}): no measurable difference ({fmt_interval(r, times=True)})"
+        return f"`{uds}` carried {r['mean']:.2f}x the requests/s of `{tcp}` ({words}; {fmt_interval(r, times=True)})"
+    d = x["diff_us"]
+    if d is None:
+        return None
+    if d["rounds"] < 2 or not measurable(d):
+        return f"`{uds}` against `{tcp}` ({words}): no measurable difference ({fmt_interval(d, 'µs', 0)})"
+    verb = "saved" if d["mean"] > 0 else "cost"
+    return (f"`{uds}` against `{tcp}` ({words}) {verb} {abs(d['mean']):,.0f} µs "
+            f"({abs(d['relative']):.0%} of {tcp}'s median; {fmt_interval(d, 'µs', 0)})")
+
+
+def failure_words(failed_at, unit):
+    at, why, statuses = failed_at
+    kinds = ", ".join(f"{n:,} {STATUS_WORDS.get(st, st)}" for st, n in statuses.items() if n)
+    return f"first failed at {at:,} {unit}: {why}" + (f" ({kinds})" if kinds else "")
+
+
+def nearest(rep, rate):
+    """The measured step nearest to a rate (make report RATE=...), in words."""
+    if rep["settings"].get("sweep") == "connections":
+        return "RATE: this sweep stepped connections, not rates: no step at a rate"
+    rates = rep["settings"]["rates"]
+    step = min(range(len(rates)), key=lambda i: abs(rates[i] - rate))
+    said = [w for w in map(saving_words, rep["savings"].get(str(step + 1), [])) if w]
+    return (f"At your rate ({rate:,} req/s) the nearest measured step is {rates[step]:,} req/s: "
+            + ("; ".join(said) if said else "no same-nginx pair measured there") + ".")
+
+
+def render(rep, rate=None):
     s = rep["settings"]
     w = s["workloads"][0]
+    flat = s.get("sweep") == "connections"
+    unit = "connections" if flat else "req/s"
     lines = [f"# uds-lab sweep: run `{rep['testid']}`", "", "## The answer", ""]
+    if rate:
+        lines += [nearest(rep, rate), ""]
     for step, pairs in rep["savings"].items():
-        rate = s["rates"][int(step) - 1]
-        parts = []
-        for x in pairs:
-            d = x["diff_us"]
-            tcp, uds = x["pair"]
-            words = HANDLING[x["handling"]].removeprefix("with ")
-            if d is None:
-                continue
-            if d["rounds"] < 2 or not measurable(d):
-                ci = fmt_interval(d, "µs", 0)
-                parts.append(f"`{uds}` against `{tcp}` ({words}): no measurable difference ({ci})")
-            else:
-                verb = "saved" if d["mean"] > 0 else "cost"
-                parts.append(f"`{uds}` against `{tcp}` ({words}) {verb} {abs(d['mean']):,.0f} µs "
-                             f"({abs(d['relative']):.0%} of {tcp}'s median; {fmt_interval(d, 'µs', 0)})")
+        parts = [x for x in map(saving_words, pairs) if x]
         if parts:
-            lines.append(f"- **{rate:,} req/s**: " + "; ".join(parts) + ".")
-    if len(lines) == 4:
+            lines.append(f"- **{s['rates'][int(step) - 1]:,} {unit}**: " + "; ".join(parts) + ".")
+    if not any(rep["savings"].values()):
         lines.append("This sweep did not measure the socket and TCP through the same nginx (PATHS needs a pair of "
                      "catalogue.json's answer terms, e.g. tcp-lo and uds-lo): no answer to give.")
-    lines += ["", f"Client median, k6's own, paired over {s['rounds']} rounds a step; the pairs of a step judged "
-              "together (Holm's correction). A step k6 could not hold is shown as failed, not as the path's figure.", "",
-              "## Where each path bends and breaks", ""]
+    method = "Requests/s flat out (ratios: geometric means)" if flat else "Client median (k6's own)"
+    lines += ["", f"{method}, paired over {s['rounds']} rounds a step; the pairs of a step judged together (Holm's "
+              "correction). A step the generator could not drive is shown as its limit, not as the path's figure.", ""]
+    if rep.get("backlog"):
+        lines += [f"The app's listen backlog: {rep['backlog']}.", ""]
+    lines += ["## Where each path bends and breaks", ""]
     for path, k in rep["knees"].items():
-        held = f"held up to {k['rate']:,} req/s with p99 within {KNEE_FACTOR}x its low-load median " \
-               f"({k['low_load_p50_ms']:.2f} ms)" if k["rate"] else "held no step within its p99 bound"
-        if k["failed_at"]:
-            rate, why, statuses = k["failed_at"]
-            kinds = ", ".join(f"{n:,} {STATUS_WORDS.get(st, st)}" for st, n in statuses.items() if n)
-            held += f"; first failed at {rate:,} req/s: {why}" + (f" ({kinds})" if kinds else "")
-        lines.append(f"- `{path}`: {held}.")
+        held = (f"held up to {k['rate']:,} req/s with p99 within {KNEE_FACTOR}x its low-load median "
+                f"({k['low_load_p50_ms']:.2f} ms)") if k["rate"] else "held no step within its p99 bound"
+        lines.append(f"- `{path}`: {held}" + (f"; {failure_words(k['failed_at'], unit)}" if k["failed_at"] else "") + ".")
+    for path, k in rep["peaks"].items():
+        top = f"carried at most {k['rps']:,.0f} req/s, at {k['connections']:,} connections" if k["rps"] else \
+            "no step of its own"
+        lines.append(f"- `{path}`: {top}" + (f"; {failure_words(k['failed_at'], unit)}" if k["failed_at"] else
+                                            "; no step failed") + ".")
     lines += ["", f"## Every step (`{w}`, ms over rounds, mean and 95% interval)", "",
-              "| rate | path | achieved req/s | p50 | p90 | p99 | p99.9 | failed | dropped | app CPU/req (µs) | "
-              "nginx CPU/req (µs) | nginx 5xx | verdict |",
+              f"| {'connections' if flat else 'rate'} | path | {'' if flat else 'achieved '}req/s | p50 | p90 | p99 | "
+              "p99.9 | failed | dropped | app CPU/req (µs) | nginx CPU/req (µs) | nginx 5xx | verdict |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for step, outcome in rep["steps"].items():
         for path, o in outcome.items():
             err = "n/a" if o["error_share"] is None else f"{o['error_share']:.2%}"
-            verdict = (f"k6's limit, not the path's: {o['generator']}" if o["generator"]
+            verdict = (f"the generator's limit, not the path's: {o['generator']}" if o["generator"]
                        else f"failed: {o['failed']}" if o["failed"] else "held")
-            lines.append(f"| {o['rate']:,} | {path} | {o['achieved']['mean']:,.0f} | {fmt_ms(o['p50'])} | "
-                         f"{fmt_ms(o['p90'])} | {fmt_ms(o['p99'])} | {fmt_ms(o['p999'])} | {err} | {o['dropped']:,} | "
-                         f"{fmt_ms(o['app_cpu_us_per_req'], 1)} | {fmt_ms(o['nginx_cpu_us_per_req'], 1)} | "
-                         f"{fmt_ms(o['nginx_5xx'], 0)} | {verdict} |")
+            lines.append(f"| {o['connections' if flat else 'rate']:,} | {path} | {fmt_ms(o['achieved'], 0)} | "
+                         f"{fmt_ms(o['p50'])} | {fmt_ms(o['p90'])} | {fmt_ms(o['p99'])} | {fmt_ms(o['p999'])} | {err} | "
+                         f"{o['dropped']:,} | {fmt_ms(o['app_cpu_us_per_req'], 1)} | "
+                         f"{fmt_ms(o['nginx_cpu_us_per_req'], 1)} | {fmt_ms(o['nginx_5xx'], 0)} | {verdict} |")
     if rep.get("server_missing"):
         lines += ["", f"Server figures: n/a ({rep['server_missing']})."]
     for c in rep["charts"]:
         lines += ["", f"![{c['title']}]({c['file']})"]
-    lines += ["", "## Warnings", ""] + [f"- {w}." for w in rep["warnings"]] + (["- none"] if not rep["warnings"] else [])
+    lines += ["", "## Warnings", ""] + [f"- {x}." for x in rep["warnings"]] + (["- none"] if not rep["warnings"] else [])
+    rule = (f"more than {MAX_ERRORS:.0%} of its requests failed" if flat else
+            f"more than {MAX_ERRORS:.0%} of its requests failed or it held less than {MIN_HELD:.0%} of the rate")
     lines += ["", "## How to read this", "",
-              f"- Each step holds a fixed arrival rate (k6's constant-arrival-rate: a slow server cannot slow the "
-              f"clock). A path fails a step when more than {MAX_ERRORS:.0%} of its requests failed or it held less "
-              f"than {MIN_HELD:.0%} of the rate; it leaves the sweep once it has failed {s['stop_after_failures']} "
-              "steps. When k6 itself cannot hold a rate, every path falls short at once: read that step as k6's "
-              "limit, not the paths'.",
-              f"- The knee: the highest rate a path held with its p99 within {KNEE_FACTOR}x its median at the "
-              "first step.", ""]
+              ("- Each step runs every path flat out with that many connections in flight (no rate to hold): "
+               "requests/s is the path's limit there, latency its queue. " if flat else
+               "- Each step holds a fixed arrival rate (k6's constant-arrival-rate: a slow server cannot slow the "
+               "clock). ")
+              + f"A path fails a step when {rule}; it leaves the sweep once it has failed {s['stop_after_failures']} "
+              "steps. When the generator itself cannot keep up, every path falls short at once: read that step as "
+              "its limit, not the paths'.",
+              ("- nginx answers 503 itself beyond NGINX_MAX_IN_FLIGHT requests in flight: a step past it shows "
+               "nginx's limit on every path alike." if flat else
+               f"- The knee: the highest rate a path held with its p99 within {KNEE_FACTOR}x its median at the "
+               "first step."), ""]
     return "\n".join(lines)
 
 
 def write_chart(rep, out_dir):
-    """Latency (p50 solid, p99 dashed, log scale) against achieved requests/s,
-    a line per path in the catalogue's colours, knees marked, failed steps as
-    crosses."""
+    """A sweep of rates: latency (p50 solid, p99 dashed, log scale) against
+    achieved requests/s, a line per path in the catalogue's colours, knees
+    marked, failed steps as crosses. A sweep of connections: requests/s and
+    p99 against connections. Steps that were the generator's are left out."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for path, k in rep["knees"].items():
+    w = rep["settings"]["workloads"][0]
+    flat = rep["settings"].get("sweep") == "connections"
+    fig, axes = plt.subplots(1, 2 if flat else 1, figsize=(11 if flat else 8, 5), squeeze=False)
+    paths = list(rep["peaks"] if flat else rep["knees"])
+    for path in paths:
         pts = [o[path] for o in rep["steps"].values() if path in o and not o[path]["generator"]]
         colour = PATH_COLOURS.get(path, "grey")
+        if flat:
+            for ax, get in ((axes[0][0], lambda o: o["achieved"]), (axes[0][1], lambda o: o["p99"])):
+                xy = [(o["connections"], get(o)["mean"]) for o in pts if get(o)]
+                if xy:
+                    ax.plot(*zip(*xy), "-", color=colour, marker="o", ms=3, label=path)
+                bad = [(o["connections"], get(o)["mean"]) for o in pts if o["failed"] and get(o)]
+                if bad:
+                    ax.plot(*zip(*bad), "x", color=colour, ms=9)
+            continue
+        ax = axes[0][0]
         for q, style in (("p50", "-"), ("p99", "--")):
             xy = [(o["achieved"]["mean"], o[q]["mean"]) for o in pts if o[q]]
             if xy:
@@ -294,23 +370,31 @@ def write_chart(rep, out_dir):
         bad = [(o["achieved"]["mean"], o["p99"]["mean"]) for o in pts if o["failed"] and o["p99"]]
         if bad:
             ax.plot(*zip(*bad), "x", color=colour, ms=9)
-        at = next((o for o in pts if o["rate"] == k["rate"] and o["p99"]), None)
+        at = next((o for o in pts if o["rate"] == rep["knees"][path]["rate"] and o["p99"]), None)
         if at:
             ax.plot(at["achieved"]["mean"], at["p99"]["mean"], "D", color=colour, ms=8, mfc="none")
-    ax.set_yscale("log")
-    ax.set_xlabel("achieved requests/s")
-    ax.set_ylabel("client latency (ms, log)")
-    ax.grid(alpha=0.3, which="both")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7, ncol=2)
-    title = (f"{rep['settings']['workloads'][0]}: latency against load (p50 solid, p99 dashed; "
-             "diamond: knee, x: failed step)")
-    ax.set_title(title, fontsize=9)
+    if flat:
+        title = f"{w}: flat out against connections in flight (x: failed step)"
+        for ax, label in ((axes[0][0], "requests/s"), (axes[0][1], "client p99 (ms, log)")):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("connections in flight")
+            ax.set_ylabel(label)
+        axes[0][1].set_yscale("log")
+    else:
+        title = f"{w}: latency against load (p50 solid, p99 dashed; diamond: knee, x: failed step)"
+        axes[0][0].set_yscale("log")
+        axes[0][0].set_xlabel("achieved requests/s")
+        axes[0][0].set_ylabel("client latency (ms, log)")
+    for ax in axes[0]:
+        ax.grid(alpha=0.3, which="both")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, ncol=2)
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    fname = f"{rep['settings']['workloads'][0]}-sweep.png"
+    fname = f"{w}-sweep.png"
     fig.savefig(Path(out_dir) / fname, dpi=100)
     plt.close(fig)
-    return [{"workload": rep["settings"]["workloads"][0], "file": fname, "title": title}]
+    return [{"workload": w, "file": fname, "title": title}]
 
 
 def main(argv=None):

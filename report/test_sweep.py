@@ -99,7 +99,7 @@ def test_the_report_gives_the_saving_at_each_rate_each_knee_and_how_a_path_faile
     assert "- **100 req/s**: `uds-lo` against `tcp-lo` (a new connection per request) saved 98 µs" in md
     assert ("- `tcp-lo`: held up to 200 req/s with p99 within 10x its low-load median (0.52 ms); first failed at "
             "800 req/s: 20.0% of requests failed (2,400 502 (nginx could not reach the app))") in md
-    assert "| 800 | tcp-lo | 800 | 0.52 (0.50 to 0.54) |" in md and "failed: 20.0% of requests failed |" in md
+    assert "| 800 | tcp-lo | 800 (800 to 800) | 0.52 (0.50 to 0.54) |" in md and "failed: 20.0% of requests failed |" in md
 
 
 def test_a_sweep_without_a_same_nginx_pair_says_so():
@@ -121,7 +121,7 @@ def test_make_report_on_a_sweep_writes_its_report_and_chart(tmp_path):
     o = rep["steps"]["1"]["uds-lo"]
     assert o["app_cpu_us_per_req"]["mean"] == pytest.approx(50) and o["generator"] == "k6 used 0.95 of its 1 CPUs"
     assert rep["knees"]["uds-lo"]["rate"] is None  # no step of the path's own
-    assert "k6's limit, not the path's: k6 used 0.95 of its 1 CPUs" in (run / "report.md").read_text()
+    assert "the generator's limit, not the path's: k6 used 0.95 of its 1 CPUs" in (run / "report.md").read_text()
     (chart,) = rep["charts"]
     assert (run / chart["file"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -133,3 +133,51 @@ def test_a_sweep_is_reported_from_k6_alone_when_prometheus_does_not_answer(tmp_p
     rep = cli.run("sw", f"http://127.0.0.1:{free_port()}", tmp_path)
     assert "does not answer" in rep["server_missing"] and rep["knees"]["tcp-lo"]["rate"] == 200
     assert "Server figures: n/a (Prometheus at" in (run / "report.md").read_text()
+
+
+def connections_run():
+    """SWEEP=connections with wrk: uds-lo carries 1.5x tcp-lo's requests/s at
+    every level; at 1024 connections the socket's backlog overflows: 502s."""
+    ph = []
+    for step, conns in enumerate((64, 256, 1024), 1):
+        for r in (1, 2, 3):
+            tcp = 4000 + 100 * r
+            for path, v in (("tcp-lo", tcp), ("uds-lo", 1.5 * tcp)):
+                p = phase(path, step, 1, r, rps=v, p99=5.0 * step,
+                          failed=0.05 if (path == "uds-lo" and conns == 1024) else 0.0,
+                          statuses={"non_2xx_3xx": 1500 if (path == "uds-lo" and conns == 1024) else 0,
+                                    "connect": 0, "read": 0, "write": 0, "timeout": 0})
+                del p["rate"]
+                p["connections"] = conns
+                ph.append(p)
+    doc = load(ph, rates=(64, 256, 1024))
+    doc["settings"].update({"sweep": "connections", "generator": "wrk", "connections": 64})
+    del doc["settings"]["rate"]
+    return doc
+
+
+def test_a_sweep_of_connections_gives_ratios_peaks_and_where_the_socket_failed(tmp_path):
+    rep = sweep.build(connections_run(), backlog="4096 (somaxconn in the app's network namespace)")
+    assert rep["peaks"]["uds-lo"]["failed_at"][:2] == (1024, "5.0% of requests failed")
+    assert rep["peaks"]["tcp-lo"]["failed_at"] is None and rep["peaks"]["tcp-lo"]["connections"] in (64, 256, 1024)
+    md = sweep.render(rep)
+    assert "- **64 connections**: `uds-lo` carried 1.50x the requests/s of `tcp-lo` (a new connection per request; " \
+           "95% CI 1.50-1.50x, 3 rounds)" in md
+    assert "first failed at 1,024 connections: 5.0% of requests failed (4,500 non_2xx_3xx)" in md
+    assert "The app's listen backlog: 4096 (somaxconn in the app's network namespace)." in md
+    assert "| 1,024 | uds-lo |" in md and "NGINX_MAX_IN_FLIGHT" in md
+    (chart,) = sweep.write_chart(rep, tmp_path)
+    assert (tmp_path / chart["file"]).read_bytes()[:4] == b"\x89PNG"
+    assert "RATE: this sweep stepped connections" in sweep.render(rep, rate=300)
+
+
+def test_make_report_rate_names_the_nearest_step():
+    rep = sweep.build(sweep_run())
+    md = sweep.render(rep, rate=330)
+    assert "At your rate (330 req/s) the nearest measured step is 400 req/s: `uds-lo` against `tcp-lo` (a new " \
+           "connection per request) saved" in md
+
+
+def test_a_bad_rate_is_named_in_one_line(capsys):
+    assert cli.main(["--run", "sw", "--rate", "abc"]) == 2
+    assert capsys.readouterr().err.strip() == 'report: RATE="abc": must be a whole number >= 1 (req/s)'

@@ -79,6 +79,7 @@ func NewMetrics() *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newSockstatCollector("/proc/net/sockstat"),
 		newConntrackCollector("/proc/sys/net/netfilter", "/proc/net/stat/nf_conntrack"),
+		newBacklogCollector("/proc/sys/net/core/somaxconn"),
 		newRusageCollector(),
 	)
 	f := promauto.With(reg)

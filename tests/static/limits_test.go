@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,11 @@ func TestNginxConnectionBudget(t *testing.T) {
 	}
 	if inFlight < 4*connections {
 		t.Errorf("NGINX_MAX_IN_FLIGHT=%d: want >= 4 x CONNECTIONS (%d), so make max never meets it", inFlight, connections)
+	}
+	// make sweep SWEEP=connections: its most connections in flight stay within it too.
+	levels := strings.Split(env["SWEEP_CONNECTIONS"], ",")
+	if top, err := strconv.Atoi(strings.TrimSpace(levels[len(levels)-1])); err != nil || top > inFlight {
+		t.Errorf("SWEEP_CONNECTIONS=%s: want its last (most) <= NGINX_MAX_IN_FLIGHT (%d), so nginx's own 503s stay out of a default sweep", env["SWEEP_CONNECTIONS"], inFlight)
 	}
 
 	src, err := os.ReadFile(lab.Path(t, "nginx", "templates", "nginx.conf.template"))
