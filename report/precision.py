@@ -134,17 +134,23 @@ def check(run_dir):
     return lines
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def between_batches(argv, judge, name, doc):
+    """The command loadgen/run.sh calls between a run's batches (this one's
+    check, or a sweep's): judge(run folder) gives the lines to print."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--run", required=True)
     ap.add_argument("--results", default="results")
     args = ap.parse_args(argv)
     run_dir = Path(args.results) / args.run
     if not (run_dir / "load.json").is_file():
-        print(f"precision: {run_dir / 'load.json'} not found", file=sys.stderr)
+        print(f"{name}: {run_dir / 'load.json'} not found", file=sys.stderr)
         return 2
-    print("\n".join(check(run_dir)), flush=True)
+    print("\n".join(judge(run_dir)), flush=True)
     return 0
+
+
+def main(argv=None):
+    return between_batches(argv, check, "precision", __doc__)
 
 
 if __name__ == "__main__":

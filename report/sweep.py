@@ -21,14 +21,12 @@ the socket saved at each rate through the same nginx (paired rounds, as the
 answer of make load), each path's knee and how it failed past it, and a chart
 of latency against achieved load. A step whose generator used 90% or more of
 its CPU limit is k6's, not the path's: said, and left out of the knee."""
-import argparse
-import json
 import sys
 from pathlib import Path
 
 from report.breakdown import HANDLING
 from report.lab import PATH_COLOURS, TERMS
-from report.precision import merge
+from report.precision import between_batches, merge
 from report.stats import diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, t_interval
 
 MAX_ERRORS = 0.01  # a step fails past this share of failed requests
@@ -398,16 +396,7 @@ def write_chart(rep, out_dir):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", required=True)
-    ap.add_argument("--results", default="results")
-    args = ap.parse_args(argv)
-    run_dir = Path(args.results) / args.run
-    if not (run_dir / "load.json").is_file():
-        print(f"sweep: {run_dir / 'load.json'} not found", file=sys.stderr)
-        return 2
-    print("\n".join(check(run_dir)), flush=True)
-    return 0
+    return between_batches(argv, check, "sweep", __doc__)
 
 
 if __name__ == "__main__":
