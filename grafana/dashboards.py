@@ -69,7 +69,7 @@ def _describe(description, targets):
     return description
 
 
-def timeseries(title, description, targets, unit, w=12, h=8, stack=False):
+def timeseries(title, description, targets, unit, w=12, h=8, stack=False, log=False):
     return {
         "type": "timeseries",
         "title": title,
@@ -85,6 +85,7 @@ def timeseries(title, description, targets, unit, w=12, h=8, stack=False):
                     "fillOpacity": 20 if stack else 5,
                     "stacking": {"mode": "normal" if stack else "none"},
                     "spanNulls": False,
+                    **({"scaleDistribution": {"type": "log", "log": 10}} if log else {}),
                 },
             },
             "overrides": _colour_overrides(),
@@ -184,6 +185,22 @@ PHASES = {
     "tagKeys": "path,round",
     "useValueForTime": False,
 }
+
+
+# A sweep's steps (make sweep with k6): each step a region, named by its level.
+SWEEP_STEPS = {
+    "name": "Sweep steps (k6)",
+    "datasource": DS,
+    "enable": True,
+    "iconColor": "rgba(255, 152, 48, 0.6)",
+    "expr": 'sum by (step, level) (rate(k6_http_reqs_total{testid=~"$testid", step!=""}[15s])) > 0',
+    "step": "5s",
+    "titleFormat": "sweep step {{step}}: {{level}}",
+    "tagKeys": "step,level",
+    "useValueForTime": False,
+}
+# The sweep row's panels: their titles start so (the e2e checks them on a sweep run).
+SWEEP_TITLE = "Sweep: "
 
 
 def dashboard(uid, title, description, panels, variables, links=True, annotations=()):
@@ -461,6 +478,27 @@ def paths_dashboard():
             [target(f'app_netns_tcp_sockets{{{APP}, state="tw"}}', "TIME_WAIT")],
             "short",
         ),
+        row("A sweep (make sweep): each path at rising rates"),
+        timeseries(
+            f"{SWEEP_TITLE}requests/s per path at each step",
+            "make sweep holds each step's rate on every path in turn (k6's constant arrival rate; the steps are "
+            "annotated): a path below its step's level could not keep up there. A sweep of connections runs wrk, "
+            "which reports to make report only. make report gives each step with its interval, each path's knee "
+            "and how it failed.",
+            [target(f'sum by (path, level) (rate(k6_http_reqs_total{{{K6}, {MEASURED}, level!=""}}[$__rate_interval]))',
+                    "{{path}} at {{level}}")],
+            "reqps",
+        ),
+        timeseries(
+            f"{SWEEP_TITLE}client p50 and p99 per path at each step (log)",
+            "The client's latency as each step's rate rises: the median stays flat while a path has headroom; the "
+            "p99 climbs first, where queueing starts (the knee).",
+            [target(f'histogram_quantile({q}, sum by (path, level) (rate(k6_http_req_duration_seconds{{{K6}, '
+                    f'{MEASURED}, level!=""}}[$__rate_interval])))', f"{{{{path}}}} p{round(q * 100)} at {{{{level}}}}")
+             for q in (0.5, 0.99)],
+            "s",
+            log=True,
+        ),
         timeseries(
             "Memory",
             "The app's resident memory (its own process metrics) and the nginx container's working set (cAdvisor).",
@@ -479,7 +517,7 @@ def paths_dashboard():
         "without upstream keepalive, and where the time goes.",
         panels,
         [TESTID, PATH],
-        annotations=[PHASES],
+        annotations=[PHASES, SWEEP_STEPS],
     )
 
 

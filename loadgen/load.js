@@ -45,7 +45,11 @@ PHASES.forEach((ph) => {
       LAB_NAME: `/${ph.path}${ph.endpoint}`,
       LAB_PROGRESS: ph.progress,
     },
-    tags: { path: ph.path, workload: ph.workload, round: String(ph.round), phase: ph.phase },
+    tags: {
+      path: ph.path, workload: ph.workload, round: String(ph.round), phase: ph.phase,
+      // A sweep's step and its level (the rate, or the connections): the paths dashboard's sweep row.
+      ...(ph.step ? { step: String(ph.step), level: String(ph.rate || ph.connections) } : {}),
+    },
   };
   // Flat out: make max, and a sweep of connections (each step's phases carry theirs).
   scenarios[ph.name] = MODE === 'max' || ph.connections

@@ -138,7 +138,7 @@ func TestLab(t *testing.T) {
 	floorRun := testid + "-floor"
 	t.Run("floor", func(t *testing.T) { floor(t, floorRun) })
 	// make sweep: latency against load, two short steps up to its probe's top.
-	t.Run("sweep", func(t *testing.T) { sweepRun(t, testid+"-sweep") })
+	t.Run("sweep", func(t *testing.T) { sweepRun(t, prom, testid+"-sweep") })
 
 	// wrk's run asks for a precision it cannot reach (PRECISION=0.01%): one
 	// later batch, up to MAX_ROUNDS=3, merged into the run and reported.
@@ -305,7 +305,7 @@ func loadAndReport(t *testing.T, prom, testid string) {
 		t.Logf("k6 p99 per path (s): %v", p99)
 	})
 
-	t.Run("panels", func(t *testing.T) { checkPanels(t, prom, testid, loadStart) })
+	t.Run("panels", func(t *testing.T) { checkPanels(t, prom, testid, loadStart, notSweep) })
 	t.Run("report", func(t *testing.T) { checkReport(t, testid) })
 }
 
@@ -511,11 +511,19 @@ func staleSocket(t *testing.T, prom, nginx string) {
 	}
 }
 
-// checkPanels runs every panel query of every dashboard, with the variables
-// set to this run, over the load's time range, and fails for each that returns
-// no data. Queries on cAdvisor metrics (cAdvisor cannot run here) are parsed
-// and listed instead.
-func checkPanels(t *testing.T, prom, testid string, from time.Time) {
+// sweepPanel: the paths dashboard's sweep row and its annotation, which only
+// a make sweep run fills (checked by the sweep scenario).
+func sweepPanel(q lab.PanelQuery) bool {
+	return strings.HasPrefix(q.Panel, "Sweep: ") || strings.HasPrefix(q.Panel, "annotation Sweep")
+}
+
+func notSweep(q lab.PanelQuery) bool { return !sweepPanel(q) }
+
+// checkPanels runs every panel and annotation query of the dashboards that
+// keep selects, with the variables set to this run, over its time range, and
+// fails for each that returns no data. Queries on cAdvisor metrics (cAdvisor
+// cannot run here) are parsed and listed instead.
+func checkPanels(t *testing.T, prom, testid string, from time.Time, keep func(lab.PanelQuery) bool) {
 	to := time.Now()
 	vars := map[string]string{
 		"testid": testid, "path": ".*", "cores": ".*", "__rate_interval": "30s", "__interval": "15s",
@@ -523,6 +531,9 @@ func checkPanels(t *testing.T, prom, testid string, from time.Time) {
 	}
 	live, parsedOnly, byEvent := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, q := range lab.PanelQueries(t) {
+		if !keep(q) {
+			continue
+		}
 		expr := lab.Substitute(q.Expr, vars)
 		names, err := lab.MetricNames(expr)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"uds-lab/tests/internal/lab"
 )
@@ -12,8 +13,10 @@ import (
 // sweepRun runs a short make sweep on the lab: two paths, two steps from 50
 // req/s up to the top its flat-out probe finds, two rounds of 2 s a step; then
 // checks its report: every step of every path that ran it at its rate, a knee
-// line for each path, the probe kept, and the chart drawn.
-func sweepRun(t *testing.T, id string) {
+// line for each path, the probe kept, the chart drawn, and the paths
+// dashboard's sweep panels filled.
+func sweepRun(t *testing.T, prom, id string) {
+	start := time.Now()
 	mk(t, "sweep", "TESTID="+id, "SCENARIO=ping", "PATHS=tcp-lo,uds-lo", "SWEEP_FROM=50", "SWEEP_STEPS=2",
 		"SWEEP_ROUNDS=2", "DURATION=2", "WARMUP=1", "IDLE=0")
 	mk(t, "report", "RUN="+id)
@@ -74,5 +77,7 @@ func sweepRun(t *testing.T, id string) {
 			t.Errorf("results/%s/%s: %v", id, f, err)
 		}
 	}
+	// The paths dashboard's sweep row and step annotation, on this run.
+	checkPanels(t, prom, id, start, sweepPanel)
 	t.Logf("%s", md)
 }
