@@ -42,7 +42,9 @@ SCHEMA = HERE / "load.schema.json"
 # Pause between phases: one phase's tail (closing connections, GC) stays out of the next.
 GAP_SECONDS = 1
 MODES = ("rate", "max", "sweep")
-GENERATORS = ("k6", "wrk")
+GENERATORS = ("k6", "wrk", "oha")
+# Flat out only: wrk and oha cannot hold a fixed rate.
+FLAT_OUT = ("wrk", "oha")
 
 
 def read_catalogue(env=os.environ):
@@ -51,8 +53,15 @@ def read_catalogue(env=os.environ):
 
 
 def urls(catalogue):
-    """Where a generator reaches each path: its nginx's URL + /<path>."""
-    return {name: f"{catalogue['nginx'][p['nginx']]['url']}/{name}" for name, p in catalogue["paths"].items()}
+    """Where a generator reaches each path: its nginx's URL + /<path>; a direct
+    path (no nginx): the app's own URL (over its socket: direct_socket())."""
+    out = {name: f"{catalogue['nginx'][p['nginx']]['url']}/{name}" for name, p in catalogue["paths"].items()}
+    return {**out, **{name: p["url"] for name, p in direct_paths(catalogue).items()}}
+
+
+def direct_paths(catalogue):
+    """The client straight to the app, no nginx (catalogue.json's direct)."""
+    return (catalogue.get("direct") or {}).get("paths") or {}
 
 
 class SettingError(Exception):
@@ -106,7 +115,7 @@ def default_paths(catalogue):
 
 def read_settings(env, catalogue):
     """The settings every generator shares, validated. SEED: drawn when unset."""
-    known = list(catalogue["paths"])
+    known = [*catalogue["paths"], *direct_paths(catalogue)]
     s = {
         "mode": one_of(env, "MODE", "rate", MODES),
         "generator": one_of(env, "GENERATOR", "k6", GENERATORS),
@@ -126,12 +135,17 @@ def read_settings(env, catalogue):
     }
     if not s["endpoint"].startswith("/"):
         raise SettingError(f'ENDPOINT="{s["endpoint"]}": must start with /')
-    if s["generator"] == "wrk":
+    if s["generator"] in FLAT_OUT:
         if s["mode"] != "max" and not (s["mode"] == "sweep" and env.get("SWEEP") == "connections"):
-            raise SettingError("GENERATOR=wrk: runs MODE=max only (wrk cannot hold a fixed rate)")
+            raise SettingError(f"GENERATOR={s['generator']}: runs MODE=max only ({s['generator']} cannot hold a fixed rate)")
+    if s["generator"] == "wrk":
         s["threads"] = whole(env, "WRK_THREADS", 1, 1)
         if s["connections"] < s["threads"]:
             raise SettingError(f"CONNECTIONS={s['connections']}: must be >= WRK_THREADS={s['threads']}")
+    direct = [p for p in s["paths"] if p in direct_paths(catalogue)]
+    if direct and s["generator"] != "oha":
+        raise SettingError(f"PATHS: {', '.join(direct)} needs GENERATOR=oha (no nginx: the app's own socket, which "
+                           f"{s['generator']} cannot dial)")
     if s["mode"] == "max":
         del s["rate"]  # a flat-out run has no rate
     if s["precision"] is None:
@@ -384,9 +398,11 @@ def build(env, catalogue):
         raise SettingError(f"FIRST_ROUND={first}: only for a later batch of a PRECISION run")
     route = routes(catalogue["workloads"], s)
     phases = plan(s, route, first)
-    where = urls(catalogue)
+    where, direct = urls(catalogue), direct_paths(catalogue)
     for i, p in enumerate(phases):
         p["url"] = where[p["path"]] + p["endpoint"]
+        if direct.get(p["path"], {}).get("socket"):  # the app's socket (oha_runner.py takes it off load.json)
+            p["socket"] = direct[p["path"]]["socket"]
         p["progress"] = progress(phases, i)
     return {"testid": testid, "settings": s, "urls": {p: where[p] for p in s["paths"]}, "gap_s": GAP_SECONDS,
             "idle": idle_window(s) if first == 1 and s.get("step", 1) == 1 else None, "describe": describe(s, phases, route, first),

@@ -17,8 +17,8 @@ GENERATOR=${GENERATOR:-k6}
 export TESTID MODE GENERATOR
 user="$(id -u):$(id -g)"
 dir=results/$TESTID
-[ "$MODE" = floor ] || case $GENERATOR in k6 | wrk) ;; *)
-  echo "make: GENERATOR=\"$GENERATOR\": must be one of k6, wrk" >&2; exit 2 ;; esac
+[ "$MODE" = floor ] || case $GENERATOR in k6 | wrk | oha) ;; *)
+  echo "make: GENERATOR=\"$GENERATOR\": must be one of k6, wrk, oha" >&2; exit 2 ;; esac
 
 # k6 runs results/<run>/plan.json (a batch: plan-r<N>.json); wrk's runner
 # builds the same plan in-process. A bad setting stops here, in one line.
@@ -54,8 +54,8 @@ generate() {
     [ "${FIRST_ROUND:-1}" = 1 ] || file=plan-r$FIRST_ROUND.json
     [ "${SWEEP_STEP:-1}" = 1 ] || file=plan-s$SWEEP_STEP.json
     PLAN_FILE=$file $COMPOSE --profile load run --rm --user "$user" k6
-  else
-    $COMPOSE --profile load run --rm --user "$user" wrk
+  else # wrk or oha: its runner builds the same plan in-process
+    $COMPOSE --profile load run --rm --user "$user" "$GENERATOR"
   fi
 }
 

@@ -116,3 +116,23 @@ def test_a_later_batch_may_add_a_single_round():
     is no bad setting (it was refused, and e2e's make max stopped there)."""
     batch = runplan.build({**BASE, "PRECISION": "0.01", "MAX_ROUNDS": "3", "ROUNDS": "1", "FIRST_ROUND": "3"}, CATALOGUE)
     assert {p["round"] for p in batch["phases"]} == {3}
+
+
+def test_the_direct_paths_need_oha_and_carry_the_apps_socket():
+    """catalogue.json's direct paths (no nginx): only oha dials the app's
+    socket; a phase of direct-uds says which socket, the URL names the route."""
+    env = {**BASE, "MODE": "max", "PATHS": "direct-tcp,direct-uds,uds-lo"}
+    for gen in ("k6", "wrk"):
+        with pytest.raises(runplan.SettingError) as e:
+            runplan.build({**env, "GENERATOR": gen}, CATALOGUE)
+        assert str(e.value) == (f"PATHS: direct-tcp, direct-uds needs GENERATOR=oha (no nginx: the app's own socket, "
+                                f"which {gen} cannot dial)")
+    doc = runplan.build({**env, "GENERATOR": "oha"}, CATALOGUE)
+    by_path = {p["path"]: p for p in doc["phases"]}
+    assert by_path["direct-uds"]["socket"] == "/sock/app.sock" and by_path["direct-uds"]["url"] == "http://app/ping"
+    assert by_path["direct-tcp"]["url"] == "http://127.0.0.1:8080/ping" and "socket" not in by_path["direct-tcp"]
+    assert "socket" not in by_path["uds-lo"]
+    assert not set(runplan.default_paths(CATALOGUE)) & {"direct-tcp", "direct-uds"}
+    with pytest.raises(runplan.SettingError) as e:
+        runplan.build({**env, "GENERATOR": "oha", "MODE": "rate"}, CATALOGUE)
+    assert str(e.value) == "GENERATOR=oha: runs MODE=max only (oha cannot hold a fixed rate)"

@@ -144,7 +144,8 @@ def test_plan_py_writes_the_plan_k6_runs(tmp_path):
 
 @pytest.mark.parametrize("env, line", [
     ({"RATE": "abc"}, 'make: RATE="abc": must be a whole number >= 1\n'),
-    ({"PATHS": "tcp,nope"}, 'make: PATHS: unknown "nope" (known: ' + ", ".join(CATALOGUE["paths"]) + ")\n"),
+    ({"PATHS": "tcp,nope"}, 'make: PATHS: unknown "nope" (known: '
+     + ", ".join([*CATALOGUE["paths"], *CATALOGUE["direct"]["paths"]]) + ")\n"),
     ({"SCENARIO": "nope"}, 'make: SCENARIO: unknown "nope" (known: ' + ", ".join(WORKLOADS) + ")\n"),
     ({"DURATION": "0"}, 'make: DURATION="0": must be a whole number >= 1\n'),
     ({"TESTID": "a b"}, 'make: TESTID="a b": use letters, digits, . _ -\n'),

@@ -74,7 +74,7 @@ def record(phase, start, t0, w):
         "requests": w["requests"],
         "failed_rate": w["errors"] / w["requests"] if w["requests"] else 0,
         "dropped_iterations": 0,
-        "duration_ms": {k: lat[k] for k in ("avg", "p50", "p90", "p95", "p99", "p999", "max")},
+        "duration_ms": {k: lat[k] for k in ("avg", "p50", "p90", "p95", "p99", "p999", "max") if lat.get(k) is not None},
     })
     if phase.get("step"):  # a sweep: how the path failed, by wrk's kinds of error
         phase["statuses"] = {"non_2xx_3xx": w["non_2xx_3xx"], **w["by_kind"]}
@@ -82,15 +82,24 @@ def record(phase, start, t0, w):
 
 def main():
     env = wrk_env(os.environ)
+    compose = None if env.get("WRK_LOCAL") == "1" else shlex.split(runplan.setting(env, "COMPOSE", "docker compose"))
+    return run(env, lambda s, ph, url: run_phase(compose, s, url, ph))
+
+
+def run(env, phase_runner):
+    """The whole plan, flat out, phase by phase: phase_runner(settings, phase,
+    url) runs one and returns (start ms, end ms, summary as summary.lua prints
+    it); writes load.json (or a batch's, or a sweep step's). Shared by wrk and
+    oha (loadgen/oha_runner.py)."""
+    gen = env["GENERATOR"]
     try:
         doc = runplan.build(env, runplan.read_catalogue(env))
     except runplan.SettingError as e:
         print(f"make: {e}", file=sys.stderr)
         return 2
     testid, s, phases = doc["testid"], doc["settings"], doc["phases"]
-    compose = None if env.get("WRK_LOCAL") == "1" else shlex.split(runplan.setting(env, "COMPOSE", "docker compose"))
     what = "" if "step" in s else f"max throughput, {s['connections']} connections; "
-    print(f"uds-lab wrk run {testid}: {what}{doc['describe']}\n")
+    print(f"uds-lab {gen} run {testid}: {what}{doc['describe']}\n")
     print(f"{'phase':28} {'requests':>9} {'req/s':>9} {'errors':>7} {'p50':>10} {'p99':>10}")
     # The run starts with the idle phase (no requests), when there is one: the
     # phases' offsets then count from its start, as k6's do.
@@ -104,7 +113,7 @@ def main():
         if i > 0 or idle is not None:
             time.sleep(runplan.GAP_SECONDS)
         print(ph.pop("progress"), flush=True)
-        start, _, w = run_phase(compose, s, ph.pop("url"), ph)
+        start, _, w = phase_runner(s, ph, ph.pop("url"))
         t0 = t0 if t0 is not None else start
         record(ph, start, t0, w)
         lat = w["latency_ms"]

@@ -3,8 +3,9 @@ which puts every part together into what report.json holds."""
 from datetime import datetime, timezone
 
 from report.breakdown import answer, breakdown, figures_for, not_pooled, pooled_words
+from report.direct import straight_to_the_app
 from report.queries import idle_baseline, phase_figures_with, server_cores, server_queries
-from report.lab import pools, stack_of
+from report.lab import GENERATORS, pools, stack_of
 from report.stats import aggregate, common_reason
 from report.values import generator, headline, is_max, labels, number, scalar
 from report.warnings import MIN_PHASE_S, figure_warnings, phase_warnings, ratio_warnings, warning
@@ -63,7 +64,7 @@ def compose_info(compose, gen="k6", up=None):
         s = services.get(name) or {}
         limits[name] = {"cpus": s.get("cpus"), "cpuset": s.get("cpuset") or None, "mem_limit": s.get("mem_limit")}
     limits["nginx"]["worker_processes"] = env_value((services.get("nginx") or {}).get("environment"), "NGINX_WORKER_PROCESSES")
-    skip = set(NOT_IN_A_RUN) | ({"k6", "wrk"} - {gen}) | {svc for svc, was in (up or {}).items() if not was}
+    skip = set(NOT_IN_A_RUN) | (set(GENERATORS) - {gen}) | {svc for svc, was in (up or {}).items() if not was}
     return {"images": {n: s.get("image") for n, s in sorted(services.items()) if n not in skip}, "limits": limits}
 
 
@@ -128,6 +129,8 @@ def build_report(k6, compose, query, prometheus_url=None):
         "precision": k6.get("precision"),
         "phases": phases,
         "workloads": workloads,
+        # The client straight to the app (make max GENERATOR=oha with the direct paths).
+        "direct": straight_to_the_app(phases, workloads) if is_max(settings) else {},
         "generator": gen,
         "mode": settings.get("mode") or "rate",
         "headline": headline(settings),

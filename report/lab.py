@@ -20,8 +20,8 @@ APP = 'job="app"'
 # The app's requests that are load, not the lab's own scrapes and healthchecks.
 LOAD = 'route!~"/metrics|/healthz|/readyz"'
 APP_LOAD = f"{APP},{LOAD}"
-# The load generators' compose services (loadgen/): k6, or wrk for `make max GENERATOR=wrk`.
-GENERATORS = ("k6", "wrk")
+# The load generators' compose services (loadgen/): k6, or wrk and oha for `make max GENERATOR=...`.
+GENERATORS = ("k6", "wrk", "oha")
 
 
 def service(name):

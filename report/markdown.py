@@ -1,5 +1,6 @@
 """report.md (pure rendering)."""
 from report.breakdown import fmt_diff, figures_for
+from report.direct import lines as direct_lines
 from report.stats import CONFIDENCE
 from report.values import CORE_MODES, METRICS, generator, headline, is_max, number
 from report.warnings import MAX_DROPPED_SHARE, MAX_K6_CPU_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, SAME_CEILING
@@ -241,6 +242,10 @@ def render_markdown(rep):
     lines += machine_block(rep) + [""]
     for w, wl in rep["workloads"].items():
         lines += workload_section(w, wl, rep["charts"], rep["settings"], rep.get("server_cores"))
+    if rep.get("direct"):
+        lines += ["## Straight to the app", "", "The client (oha) straight to the app, no nginx, in the same rounds "
+                  "as the paths through nginx-lo; the ratios are of requests/s flat out, each with its 95% interval.",
+                  ""] + direct_lines(rep["direct"]) + [""]
     if rep.get("floor"):
         lines += ["## Down to the transport", ""] + rep["floor"] + [""]
     lines += ["## Warnings", ""]

@@ -1223,3 +1223,27 @@ def test_the_stack_of_an_image_is_read_from_its_lab_env(tmp_path):
     assert lab.stack_of("uds-lab/stack-node:other", tmp_path) is None
     assert lab.stack_of(None, tmp_path) == lab.stack_of("uds-lab/app:local", tmp_path) == "go"
     assert lab.stack_of("uds-lab/stack-gunicorn:local") == "gunicorn"  # the repository's own lab.env
+
+
+def test_straight_to_the_app_is_set_beside_the_same_pair_through_nginx():
+    """make max GENERATOR=oha with the direct paths: the socket's ratio
+    straight to the app, the same pair through nginx-lo, the share of the
+    direct gain that survives nginx, seed 000's figure beside them."""
+    rps = {"direct-tcp": 10000, "direct-uds": 20000, "tcp-lo-ka": 6000, "uds-lo-ka": 7500, "tcp-lo": 3000,
+           "uds-lo": 4500}
+    k6 = max_k6(lambda p: rps[p], paths=tuple(rps))
+    for ph in k6["phases"]:  # a little spread over rounds on the socket paths, so that intervals exist
+        if ph["path"] in ("direct-uds", "uds-lo-ka", "uds-lo"):
+            ph["requests"] = int(ph["requests"] * (1 + 0.01 * ph["round"]))
+    k6["settings"]["generator"] = "oha"
+    rep = build(k6)
+    d = rep["direct"]["ping"]
+    assert d["ratio"]["mean"] == pytest.approx(2.0, rel=0.02)
+    pooled = next(b for b in d["beside"] if b["term"] == "socket_pooled")
+    assert pooled["ratio"]["mean"] == pytest.approx(1.25, rel=0.02) and pooled["survives"] == pytest.approx(0.25, abs=0.03)
+    md = markdown.render_markdown(rep)
+    assert "## Straight to the app" in md
+    assert "- `ping`: straight to the app, `direct-uds` carried 2.0" in md and "the requests/s of `direct-tcp`" in md
+    assert "pooled (`uds-lo-ka` against `tcp-lo-ka`) 1.2" in md and "of the direct gain survives" in md
+    assert "seed 000 (Gin, wrk, no nginx, its own machine): 3.0x" in md
+    assert "Straight to the app" not in markdown.render_markdown(build(max_k6(lambda p: 1000.0 * (2 if "uds" in p else 1))))

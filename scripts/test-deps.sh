@@ -7,8 +7,8 @@
 #                                      envsubst, curl, php-fpm, gunicorn, nodejs; Grafana's
 #                                      dashboard types from npm)
 #   docker debootstrap compose         the Docker test bed (make e2e)
-#   prometheus node-exporter k6        binaries for its stand-in images (printed paths);
-#                                      k6 also for loadgen/test_k6.py
+#   prometheus node-exporter k6 oha    binaries for its stand-in images (printed paths);
+#                                      k6 and oha also for loadgen's tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # .env's versions (a variable set in your shell wins, as in compose).
@@ -82,6 +82,17 @@ for w in "${want[@]}"; do
     node-exporter) go_build node_exporter "github.com/prometheus/node_exporter@v${NODE_EXPORTER_IMAGE##*:v}" . \
         "-X github.com/prometheus/common/version.Version=${NODE_EXPORTER_IMAGE##*:v}" ;;
     k6) go_build k6 "go.k6.io/k6@v${K6_IMAGE##*:}" . ;;
+    oha) # oha from crates.io at .env's version, without TLS as loadgen/oha builds it (cargo, Rust >= 1.88)
+      out=$BIN/oha-$OHA_VERSION
+      if [ ! -x "$out" ]; then
+        cargo=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
+        [ -x "$cargo" ] || { log "oha is built with cargo (Rust >= 1.88, e.g. rustup's): none found"; exit 2; }
+        log "building oha $OHA_VERSION from crates.io (cached at $out; first time takes minutes)"
+        root=$(mktemp -d)
+        "$cargo" install oha --version "$OHA_VERSION" --locked --no-default-features --root "$root" >&2
+        mv "$root/bin/oha" "$out" && rm -rf "$root"
+      fi
+      echo "$out" ;;
     docker) # Debian's engine; the newer CLI already on a machine talks to it too.
       apt_install dockerd docker.io ;;
     debootstrap) apt_install debootstrap debootstrap ;;

@@ -6,6 +6,7 @@
 #   nginx        Debian's nginx 1.22 + the official entrypoint's template step
 #   exporter     Debian's prometheus-nginx-exporter 0.11
 #   prometheus, node-exporter, k6   built from module sources at .env's versions
+#   oha          built from its crate at .env's version, on the debian base
 #   golang       this machine's Go + the modules of every Go image (GO_IMAGE build arg)
 #   debian base  also WRK_BASE_IMAGE: loadgen/wrk installs Debian's wrk on it
 #   python       Debian's Python 3.11 with pip and report/requirements.txt's
@@ -100,6 +101,17 @@ PROMETHEUS=$(binary prometheus "uds-lab-standin/prometheus:${PROMETHEUS_IMAGE##*
 NODE_EXPORTER=$(binary node_exporter "uds-lab-standin/node-exporter:${NODE_EXPORTER_IMAGE##*:}" node-exporter)
 K6=$(binary k6 "uds-lab-standin/k6:${K6_IMAGE##*:}" k6 /home/k6)
 
+# oha (make max GENERATOR=oha): containers here do not reach crates.io, so the
+# binary is built on this machine (scripts/test-deps.sh, as loadgen/oha builds
+# it) and put on the debian base with python3, as loadgen/oha's last stage is.
+OHA=uds-lab-standin/oha:$OHA_VERSION
+if ! current "$OHA" "$(recipe $HERE/oha.Dockerfile "BASE=$BASE")"; then
+  ctx=$(mktemp -d)
+  cp "$(scripts/test-deps.sh oha)" "$ctx/oha"
+  build "$OHA" $HERE/oha.Dockerfile "$ctx" "BASE=$BASE"
+  rm -rf "$ctx"
+fi
+
 # The Go image is keyed by the go.sum files of every module built in an image
 # (services/*, contract/*): their modules are baked in. A module without
 # dependencies (services/floor) has no go.sum.
@@ -141,6 +153,7 @@ NGINX_EXPORTER_IMAGE=$EXPORTER
 PROMETHEUS_IMAGE=$PROMETHEUS
 NODE_EXPORTER_IMAGE=$NODE_EXPORTER
 K6_IMAGE=$K6
+OHA_IMAGE=$OHA
 GO_IMAGE=$GOLANG
 APP_RUNTIME_IMAGE=scratch
 WRK_BASE_IMAGE=$BASE

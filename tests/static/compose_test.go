@@ -61,13 +61,13 @@ func TestComposeVariablesComeFromEnv(t *testing.T) {
 
 func TestComposeServices(t *testing.T) {
 	p := loadCompose(t)
-	want := []string{"app", "nginx", "nginx-lo", "nginx-log-exporter", "nginx-exporter", "prometheus", "grafana", "node-exporter", "cadvisor", "k6", "wrk", "contract"}
+	want := []string{"app", "nginx", "nginx-lo", "nginx-log-exporter", "nginx-exporter", "prometheus", "grafana", "node-exporter", "cadvisor", "k6", "wrk", "oha", "contract"}
 	for _, name := range want {
 		if _, ok := p.Services[name]; !ok {
 			t.Errorf("service %q missing", name)
 		}
 	}
-	for name, profile := range map[string]string{"k6": "load", "wrk": "load", "contract": "contract", "report": "report"} {
+	for name, profile := range map[string]string{"k6": "load", "wrk": "load", "oha": "load", "contract": "contract", "report": "report"} {
 		if got := p.Services[name].Profiles; len(got) != 1 || got[0] != profile {
 			t.Errorf("%s profiles = %v, want [%s] so that `make up` does not start it", name, got, profile)
 		}
@@ -112,6 +112,7 @@ func TestComposeHealthAndOrder(t *testing.T) {
 		"nginx-exporter": "scratch image: no shell, no wget",
 		"k6":             "runs once and exits",
 		"wrk":            "runs the plan once and exits",
+		"oha":            "runs the plan once and exits",
 		"contract":       "runs once per step and exits",
 		"report":         "runs once and exits",
 	}

@@ -39,8 +39,9 @@ func TestHardenedServices(t *testing.T) {
 	}
 }
 
-// The socket lives in its own volume, which only the app and nginx mount, and
-// nginx only reads it (connecting needs no write access to the mount).
+// The socket lives in its own volume, which only the app and nginx mount (and
+// those that reach the app as nginx does: the contract check, oha for the
+// direct paths), and nginx only reads it (connecting needs no write access to the mount).
 func TestSocketVolume(t *testing.T) {
 	p := loadCompose(t)
 	for name, s := range p.Services {
@@ -50,7 +51,7 @@ func TestSocketVolume(t *testing.T) {
 			}
 			switch name {
 			case "app":
-			case "nginx", "nginx-lo", "contract":
+			case "nginx", "nginx-lo", "contract", "oha":
 				if !v.ReadOnly {
 					t.Errorf("%s mounts the socket volume writable", name)
 				}
