@@ -149,9 +149,14 @@ func TestLab(t *testing.T) {
 		}{
 			{"wrk", "tcp,uds,tcp-lo,uds-lo", "2", "10", []string{"PRECISION=0.01", "MAX_ROUNDS=3"}},
 			{"k6", "tcp,uds", "1", "10", nil},
+			// The client straight to the app, beside the same pair through nginx-lo.
+			{"oha", "direct-tcp,direct-uds,tcp-lo,uds-lo,tcp-lo-ka,uds-lo-ka", "2", "5", nil},
 		} {
 			t.Run(gen.name, func(t *testing.T) {
 				maxRun(t, testid+"-max-"+gen.name, gen.name, gen.paths, gen.rounds, gen.duration, gen.more...)
+				if gen.name == "oha" {
+					straightToTheApp(t, testid+"-max-oha")
+				}
 			})
 		}
 	})
