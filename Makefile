@@ -58,6 +58,9 @@ up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset
 			$(COMPOSE) rm -fsv $$s >/dev/null 2>&1 || true; }; \
 	done; \
 	scripts/doctor.sh --cadvisor-check || $(COMPOSE) rm -fsv cadvisor >/dev/null 2>&1 || true
+	@if [ -n "$(call env,APP_LO_NOTRACK)" ]; then $(COMPOSE) --profile notrack run --rm --build notrack >/dev/null || { \
+		echo "make up: APP_LO_NOTRACK=$(call env,APP_LO_NOTRACK) could not be applied ($(COMPOSE) --profile notrack run --rm notrack says why)" >&2; exit 2; }; \
+		echo "loopback connection tracking in the app's namespace: $(if $(filter 1,$(call env,APP_LO_NOTRACK)),off,on) (APP_LO_NOTRACK)"; fi
 	@echo
 	@echo "uds-lab is up:"
 	@echo "  nginx        http://127.0.0.1:$(call env,NGINX_PORT)/<path>/ping for its paths in catalogue.json"
@@ -148,12 +151,12 @@ contract: ## Check an app image against the contract (APP_IMAGE=<image>, default
 
 .PHONY: down
 down: ## Stop the lab; Prometheus and Grafana data are kept
-	$(COMPOSE) --profile load --profile report --profile floor down --remove-orphans
+	$(COMPOSE) --profile load --profile report --profile floor --profile notrack down --remove-orphans
 
 .PHONY: clean
 clean: ## Stop the lab and delete its volumes (Prometheus data too) and the locally built images
-	$(COMPOSE) --profile load --profile report --profile floor down --remove-orphans --volumes
-	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local uds-lab/floor:local uds-lab/wrk:local uds-lab/contract:local uds-lab/report:local >/dev/null 2>&1 || true
+	$(COMPOSE) --profile load --profile report --profile floor --profile notrack down --remove-orphans --volumes
+	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local uds-lab/floor:local uds-lab/wrk:local uds-lab/contract:local uds-lab/report:local uds-lab/notrack:local uds-lab/oha:$(call env,OHA_VERSION) >/dev/null 2>&1 || true
 
 .PHONY: ps
 ps: ## Show the lab's containers and their health

@@ -38,7 +38,7 @@ def env_value(environment, name):
 
 # Services compose.json has that a run of the paths does not use: make floor's,
 # make contract's and the report's own.
-NOT_IN_A_RUN = ("floor", "floor-near", "floor-far", "contract", "report")
+NOT_IN_A_RUN = ("floor", "floor-near", "floor-far", "contract", "report", "notrack")
 # The watchers make up may leave out, by their Prometheus job.
 WATCHER_JOBS = {"cadvisor": "cadvisor", "node-exporter": "node"}
 
@@ -65,7 +65,10 @@ def compose_info(compose, gen="k6", up=None):
         limits[name] = {"cpus": s.get("cpus"), "cpuset": s.get("cpuset") or None, "mem_limit": s.get("mem_limit")}
     limits["nginx"]["worker_processes"] = env_value((services.get("nginx") or {}).get("environment"), "NGINX_WORKER_PROCESSES")
     skip = set(NOT_IN_A_RUN) | (set(GENERATORS) - {gen}) | {svc for svc, was in (up or {}).items() if not was}
-    return {"images": {n: s.get("image") for n, s in sorted(services.items()) if n not in skip}, "limits": limits}
+    # make up's APP_LO_NOTRACK (services/notrack), recorded as the app's label: "" untouched, "0" or "1".
+    notrack = ((services.get("app") or {}).get("labels") or {}).get("uds-lab.lo-notrack") or ""
+    return {"images": {n: s.get("image") for n, s in sorted(services.items()) if n not in skip}, "limits": limits,
+            "lo_notrack": notrack}
 
 
 def build_report(k6, compose, query, prometheus_url=None):

@@ -60,6 +60,10 @@ def machine_block(rep):
         )
     images = ", ".join(f"{n} `{i}`" for n, i in c["images"].items() if i) or "n/a (no compose.json)"
     lines.append(f"- Images: {images}")
+    lines.append("- Loopback in the app's network namespace: " + (
+        "not tracked (APP_LO_NOTRACK=1: no conntrack entry per new TCP connection, as in a pod)"
+        if c.get("lo_notrack") == "1" else "tracked, as Docker sets it up (its embedded DNS's NAT rules; "
+        "APP_LO_NOTRACK=1 turns it off)"))
     pace = ("connections",) if is_max(s) else ("rate",)
     keys = ("mode", "workloads", "paths") + pace + ("duration", "rounds", "warmup", "idle", "endpoint", "cpu_iterations", "sleep_ms")
     shown = ", ".join(f"{k}={','.join(map(str, s[k])) if isinstance(s.get(k), list) else s.get(k)}" for k in keys if k in s)

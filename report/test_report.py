@@ -1247,3 +1247,13 @@ def test_straight_to_the_app_is_set_beside_the_same_pair_through_nginx():
     assert "pooled (`uds-lo-ka` against `tcp-lo-ka`) 1.2" in md and "of the direct gain survives" in md
     assert "seed 000 (Gin, wrk, no nginx, its own machine): 3.0x" in md
     assert "Straight to the app" not in markdown.render_markdown(build(max_k6(lambda p: 1000.0 * (2 if "uds" in p else 1))))
+
+
+def test_the_report_says_whether_loopback_was_tracked():
+    k6 = make_k6(paths=("tcp-lo", "uds-lo"), rounds=2)
+    assert "Loopback in the app's network namespace: tracked, as Docker sets it up" in markdown.render_markdown(build(k6))
+    off = {"services": {**COMPOSE["services"],
+                        "app": {**COMPOSE["services"]["app"], "labels": {"uds-lab.lo-notrack": "1"}}}}
+    rep = build(k6, compose=off)
+    assert rep["compose"]["lo_notrack"] == "1"
+    assert "not tracked (APP_LO_NOTRACK=1" in markdown.render_markdown(rep)
