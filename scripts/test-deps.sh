@@ -82,14 +82,15 @@ for w in "${want[@]}"; do
     node-exporter) go_build node_exporter "github.com/prometheus/node_exporter@v${NODE_EXPORTER_IMAGE##*:v}" . \
         "-X github.com/prometheus/common/version.Version=${NODE_EXPORTER_IMAGE##*:v}" ;;
     k6) go_build k6 "go.k6.io/k6@v${K6_IMAGE##*:}" . ;;
-    oha) # oha from crates.io at .env's version, without TLS as loadgen/oha builds it (cargo, Rust >= 1.88)
+    oha) # oha from crates.io at .env's version, as loadgen/oha builds it (cargo, Rust >= 1.88; cmake)
       out=$BIN/oha-$OHA_VERSION
       if [ ! -x "$out" ]; then
         cargo=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
         [ -x "$cargo" ] || { log "oha is built with cargo (Rust >= 1.88, e.g. rustup's): none found"; exit 2; }
         log "building oha $OHA_VERSION from crates.io (cached at $out; first time takes minutes)"
         root=$(mktemp -d)
-        "$cargo" install oha --version "$OHA_VERSION" --locked --no-default-features --root "$root" >&2
+        apt_install cmake cmake # aws-lc, under oha's rustls
+        "$cargo" install oha --version "$OHA_VERSION" --locked --root "$root" >&2
         mv "$root/bin/oha" "$out" && rm -rf "$root"
       fi
       echo "$out" ;;
