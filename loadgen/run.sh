@@ -87,17 +87,21 @@ rc=0
 generate || rc=$?
 # A sweep's step past a path's limit fails k6's thresholds: expected, judged here.
 if [ "$MODE" = sweep ] && [ -f "$dir/load.json" ]; then
+  rc=0
   $COMPOSE --profile report build report >/dev/null
   while :; do
-    out=$(sweep_step)
+    out=$(sweep_step) || { echo "make sweep: the judge of the last step failed (above)" >&2; rc=1; break; }
     sed '$d' <<<"$out"
     last=$(tail -n1 <<<"$out")
     [ "${last%% *}" = next ] || break
     read -r _ step paths <<<"$last"
     export SWEEP_STEP=$step PATHS=$paths
-    plan && { generate || true; }
+    if [ "$GENERATOR" = k6 ]; then plan || { rc=2; break; }; fi
+    generate || true # past a limit k6's thresholds fail: the judge says what that means
+    [ -f "$dir/load-s$step.json" ] || {
+      echo "make sweep: step $step wrote no figures (above: why); the sweep stops there" >&2; rc=1; break; }
   done
-  exit 0
+  exit $rc
 fi
 if [ -n "${PRECISION:-}" ] && [ $rc = 0 ] && [ -f "$dir/load.json" ]; then
   $COMPOSE --profile report build report >/dev/null
