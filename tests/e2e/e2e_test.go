@@ -214,6 +214,8 @@ func TestLab(t *testing.T) {
 		}
 		t.Logf("%s", mustRead(t, lab.Path(t, "results", "compare-"+testid, "compare.md")))
 	})
+	// APP_LO_NOTRACK: loopback out of connection tracking in the app's namespace, and back.
+	t.Run("notrack", notrack)
 	// A crash leaves the socket behind; make down and make up start over it,
 	// and Prometheus keeps its data across them.
 	t.Run("stale-socket", func(t *testing.T) { staleSocket(t, prom, nginx) })
