@@ -4,6 +4,7 @@
 code), keeps connections alive like nginx, and counts the requests per URL path."""
 import json
 import re
+import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -48,3 +49,12 @@ def local_catalogue(tmp_path):
     yield path, Handler.hits
     srv.shutdown()
     srv.server_close()
+
+
+def built(name):
+    """A tool scripts/test-deps.sh builds and caches (k6, oha): its path, built
+    first if missing (minutes, the first time on a machine)."""
+    res = subprocess.run([str(runplan.ROOT / "scripts" / "test-deps.sh"), name], capture_output=True, text=True,
+                         timeout=3600)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip().splitlines()[-1]

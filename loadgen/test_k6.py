@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 
 import plan as runplan
+from conftest import built
 
 SCRIPT = runplan.HERE / "load.js"
 CATALOGUE = runplan.read_catalogue({})
@@ -20,11 +21,7 @@ CATALOGUE = runplan.read_catalogue({})
 
 @pytest.fixture(scope="module")
 def k6():
-    """The k6 binary: test-deps.sh prints its cached path (and builds it if missing)."""
-    res = subprocess.run([str(runplan.ROOT / "scripts" / "test-deps.sh"), "k6"], capture_output=True, text=True,
-                         timeout=1800)
-    assert res.returncode == 0, res.stderr
-    return res.stdout.strip().splitlines()[-1]
+    return built("k6")
 
 
 def k6_env(**settings):

@@ -15,7 +15,7 @@ import pytest
 
 import oha_runner
 import plan as runplan
-from conftest import Handler
+from conftest import Handler, built
 
 OHA_JSON = {
     "summary": {"successRate": 0.99, "total": 2.0, "slowest": 0.02, "fastest": 0.0001, "average": 0.001,
@@ -47,10 +47,7 @@ def test_the_command_dials_the_socket_only_for_a_socket_path():
 
 @pytest.fixture(scope="module")
 def oha():
-    res = subprocess.run([str(runplan.ROOT / "scripts" / "test-deps.sh"), "oha"], capture_output=True, text=True,
-                         timeout=3600)
-    assert res.returncode == 0, res.stderr
-    return res.stdout.strip().splitlines()[-1]
+    return built("oha")
 
 
 class OverTheSocket(Handler):
