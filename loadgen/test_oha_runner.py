@@ -22,7 +22,7 @@ OHA_JSON = {
                 "requestsPerSec": 5000.0},
     "latencyPercentiles": {"p50": 0.0009, "p90": 0.0015, "p95": 0.002, "p99": 0.004, "p99.9": 0.01},
     "statusCodeDistribution": {"200": 9890, "502": 10},
-    "errorDistribution": {"connection closed before message completed": 100},
+    "errorDistribution": {"connection closed before message completed": 100, "aborted due to deadline": 2},
 }
 
 
