@@ -28,6 +28,7 @@ from report.breakdown import HANDLING
 from report.lab import PATH_COLOURS, TERMS
 from report.precision import between_batches, merge
 from report.stats import diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, t_interval
+from report.warnings import warning
 
 MAX_ERRORS = 0.01  # a step fails past this share of failed requests
 MIN_HELD = 0.95  # ... or below this share of its rate achieved
@@ -206,10 +207,10 @@ def build(load, server=None, k6_cpus=None, server_missing=None, backlog=None):
             "savings": {str(s): [{"term": t["key"], "pair": t["paths"], "handling": t["answer"],
                                   ("ratio" if flat else "diff_us"): d} for t, d in pairs]
                         for s, pairs in savings(load).items()},
-            "charts": [], "warnings": all_short(by_step)}
+            "charts": [], "warnings": all_short(by_step, load["settings"]["workloads"][0])}
 
 
-def all_short(by_step):
+def all_short(by_step, load_workload=None):
     """The steps where every path (two or more) fell short of the rate with no
     errors: k6's own ceiling on its core is as likely as theirs, and without
     k6's CPU (cAdvisor) nothing tells them apart."""
@@ -217,8 +218,10 @@ def all_short(by_step):
     for step, outcome in by_step.items():
         os_ = [o for o in outcome.values() if not o["generator"]]
         if len(os_) > 1 and all(o["failed"] and (o["error_share"] or 0) <= MAX_ERRORS for o in os_):
-            out.append(f"at {os_[0]['rate']:,} req/s every path fell short of the rate at once, none with errors: "
-                       "k6's own ceiling on its core is as likely as the paths' (with cAdvisor up, k6's CPU tells)")
+            out.append(warning(
+                "all_short", f"at {level(os_[0])} every path fell short of the rate at once, none with errors: "
+                "k6's own ceiling on its core is as likely as the paths' (with cAdvisor up, k6's CPU tells)",
+                [], load_workload))
     return out
 
 
@@ -316,7 +319,8 @@ def render(rep, rate=None):
         lines += ["", f"Server figures: n/a ({rep['server_missing']})."]
     for c in rep["charts"]:
         lines += ["", f"![{c['title']}]({c['file']})"]
-    lines += ["", "## Warnings", ""] + [f"- {x}." for x in rep["warnings"]] + (["- none"] if not rep["warnings"] else [])
+    lines += ["", "## Warnings", ""] + [f"- **{x['kind']}**: {x['message']}." for x in rep["warnings"]] + \
+        (["- none"] if not rep["warnings"] else [])
     rule = (f"more than {MAX_ERRORS:.0%} of its requests failed" if flat else
             f"more than {MAX_ERRORS:.0%} of its requests failed or it held less than {MIN_HELD:.0%} of the rate")
     lines += ["", "## How to read this", "",

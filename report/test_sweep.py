@@ -56,7 +56,8 @@ def test_a_path_leaves_after_its_second_failed_step_not_its_first():
 def test_every_path_short_at_once_without_errors_is_said_to_be_possibly_k6s():
     ph = [phase(p, 1, 100, r, rps=80) for p in ("tcp-lo", "uds-lo") for r in (1, 2)]
     (w,) = sweep.build(load(ph))["warnings"]
-    assert w.startswith("at 100 req/s every path fell short of the rate at once, none with errors")
+    assert w["kind"] == "all_short" and w["workload"] == "ping"
+    assert w["message"].startswith("at 100 req/s every path fell short of the rate at once, none with errors")
     ph = [phase("tcp-lo", 1, 100, r, rps=80) for r in (1, 2)] + [phase("uds-lo", 1, 100, r) for r in (1, 2)]
     assert sweep.build(load(ph))["warnings"] == []
 
@@ -117,6 +118,7 @@ def test_make_report_on_a_sweep_writes_its_report_and_chart(tmp_path):
     busy = {("container_cpu_usage_seconds_total", 'service="k6"'): 0.95, "app_http_requests_total": 1000,
             "app_process_cpu_seconds_total": 0.05}
     rep = cli.run("sw", "http://127.0.0.1:1", tmp_path, query=fake_query(busy))
+    assert all(set(w) >= {"kind", "message"} for w in rep["warnings"])
     assert rep["mode"] == "sweep" and (run / "report.md").is_file()
     o = rep["steps"]["1"]["uds-lo"]
     assert o["app_cpu_us_per_req"]["mean"] == pytest.approx(50) and o["generator"] == "k6 used 0.95 of its 1 CPUs"
@@ -181,3 +183,14 @@ def test_make_report_rate_names_the_nearest_step():
 def test_a_bad_rate_is_named_in_one_line(capsys):
     assert cli.main(["--run", "sw", "--rate", "abc"]) == 2
     assert capsys.readouterr().err.strip() == 'report: RATE="abc": must be a whole number >= 1 (req/s)'
+
+
+def test_make_report_prints_a_sweeps_warnings(tmp_path, capsys):
+    """make report's command line on a sweep run: it writes the report and
+    names each warning (it failed on the sweep's warnings once)."""
+    run = tmp_path / "sw"
+    run.mkdir()
+    ph = [phase(p, 1, 100, r, rps=80) for p in ("tcp-lo", "uds-lo") for r in (1, 2)]
+    (run / "load.json").write_text(json.dumps(load(ph)))
+    assert cli.main(["--run", "sw", "--results", str(tmp_path), "--prometheus", f"http://127.0.0.1:{free_port()}"]) == 0
+    assert "warning: all_short: at 100 req/s every path fell short" in capsys.readouterr().out
