@@ -55,8 +55,10 @@ def straight_to_the_app(phases, workloads):
         for key in DIRECT["beside"]:
             t = next(t for t in TERMS if t["key"] == key)
             r = ratio(rounds, t["paths"][1], t["paths"][0])
+            # The share that survives is of like for like: oha keeps its connections to the app open,
+            # so only the pooled pair has no connection setup the direct paths lack.
             beside.append({"term": key, "pair": t["paths"], "handling": t["answer"], "ratio": r,
-                           "survives": survives(direct, r)})
+                           "survives": survives(direct, r) if t["answer"] == "pooled" else None})
         out[w] = {"ratio": direct, "beside": beside}
     return out
 
