@@ -58,7 +58,7 @@ up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset
 			$(COMPOSE) rm -fsv $$s >/dev/null 2>&1 || true; }; \
 	done; \
 	scripts/doctor.sh --cadvisor-check || $(COMPOSE) rm -fsv cadvisor >/dev/null 2>&1 || true
-	@if [ -n "$(call env,APP_LO_NOTRACK)" ]; then $(COMPOSE) --profile notrack run --rm --build notrack >/dev/null || { \
+	@if [ -n "$(call env,APP_LO_NOTRACK)" ]; then $(COMPOSE) --profile notrack run --rm --build --no-deps notrack >/dev/null || { \
 		echo "make up: APP_LO_NOTRACK=$(call env,APP_LO_NOTRACK) could not be applied ($(COMPOSE) --profile notrack run --rm notrack says why)" >&2; exit 2; }; \
 		echo "loopback connection tracking in the app's namespace: $(if $(filter 1,$(call env,APP_LO_NOTRACK)),off,on) (APP_LO_NOTRACK)"; fi
 	@echo

@@ -19,7 +19,9 @@ import (
 // client's own connection to nginx-lo is tracked either way).
 func notrack(t *testing.T) {
 	set := func(v string) string {
-		cmd := exec.Command("docker", "compose", "--profile", "notrack", "run", "--rm", "--build", "notrack")
+		// --no-deps: the app's label records make up's setting; a run with
+		// another would otherwise recreate the app (and its namespace) first.
+		cmd := exec.Command("docker", "compose", "--profile", "notrack", "run", "--rm", "--build", "--no-deps", "notrack")
 		cmd.Dir = lab.Root(t)
 		cmd.Env = append(os.Environ(), "APP_LO_NOTRACK="+v)
 		out, err := cmd.CombinedOutput()
