@@ -99,6 +99,7 @@ endef
 # phase it is in as each one starts (both from loadgen/plan.py).
 run_plan = rc=0; COMPOSE="$(COMPOSE)" TESTID=$(TESTID) MODE=$(1) GENERATOR=$(2) PRECISION="$(call env,PRECISION)" \
 	SWEEP="$(call env,SWEEP)" SWEEP_RATES="$(call env,SWEEP_RATES)" SWEEP_TO="$(call env,SWEEP_TO)" \
+	APP_LO_NOTRACK="$(call env,APP_LO_NOTRACK)" \
 	loadgen/run.sh || rc=$$?; $(loaded); exit $$rc
 
 .PHONY: load

@@ -8,7 +8,7 @@
 # answer within it, or MAX_ROUNDS is reached. A batch continues the run's order
 # of paths (same SEED, from FIRST_ROUND on) and is merged into its load.json.
 #
-# From make: COMPOSE, TESTID, MODE, GENERATOR, PRECISION, SWEEP, SWEEP_RATES, SWEEP_TO; the rest of the run's
+# From make: COMPOSE, TESTID, MODE, GENERATOR, PRECISION, SWEEP, SWEEP_RATES, SWEEP_TO, APP_LO_NOTRACK; the rest of the run's
 # settings from the environment, as compose passes them on.
 # Exit: the generator's (1: more than 1% of requests failed), 2: a bad setting.
 set -euo pipefail
@@ -81,6 +81,13 @@ if [ "$MODE" = floor ]; then
   $COMPOSE --profile floor up -d --no-build --wait floor-near floor-far
   $COMPOSE --profile floor run --rm --no-deps --user "$user" floor
   exit
+fi
+# APP_LO_NOTRACK=1 (services/notrack): the app as its settings say first
+# (compose recreates it, and its network namespace, when one changed, as the
+# generator's start would), then the rules, so that the run has them.
+if [ "${APP_LO_NOTRACK:-}" = 1 ]; then
+  { $COMPOSE up -d --no-build --wait app nginx nginx-lo && $COMPOSE --profile notrack run --rm --no-deps notrack; } \
+    >"$dir/notrack.log" 2>&1 || { echo "make: APP_LO_NOTRACK=1 could not be applied ($dir/notrack.log says why)" >&2; exit 2; }
 fi
 echo "$GENERATOR run testid=$TESTID$([ "$MODE" = max ] && echo ", max throughput" || true)"
 rc=0
