@@ -37,7 +37,7 @@ def not_pooled(phases, workload, closer=None):
     for t in TERMS:
         if t.get("answer") != "pooled" or not all(p in rounds for p in t["paths"]):
             continue
-        why = [f"{closer} closes every connection (catalogue.json)"] if closer else []
+        why = [f"{closer} closes every connection, as catalogue.json says"] if closer else []
         for p in t["paths"]:
             per = [v for v in rounds[p].get("app_conns_per_req", {}).values() if v is not None]
             if CATALOGUE["paths"][p].get("pooled") and per and sum(per) / len(per) >= NOT_POOLING:

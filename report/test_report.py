@@ -1182,8 +1182,8 @@ def test_a_stack_that_closes_every_connection_is_not_credited_with_pooling():
     text = rep["workloads"]["ping"]["answer"]
     assert rep["stack"] == "gunicorn"
     assert "pooled keepalive" not in text, text
-    assert ("On the keepalive (-ka) paths, which did not reuse connections here (gunicorn closes every connection "
-            "(catalogue.json)), the socket made no measurable difference against TCP over loopback") in text
+    assert ("On the keepalive (-ka) paths, which did not reuse connections here (gunicorn closes every connection, "
+            "as catalogue.json says), the socket made no measurable difference against TCP over loopback") in text
     (w,) = [w for w in rep["warnings"] if w["kind"] == "not_pooled"]
     assert w["workload"] == "ping" and "not of pooling" in w["message"]
     assert "not_pooled" not in kinds(build(p50_run(EIGHT, rate=500)))  # the lab's own app pools
