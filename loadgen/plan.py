@@ -26,7 +26,13 @@ judges them), up to MAX_ROUNDS. A batch after the first is planned here too,
 from FIRST_ROUND on: the same order sequence continued, no idle phase, no
 warm-up (the lab is warm: a batch follows the last one after a few seconds).
 
-load.schema.json is the shape of the load.json both generators write.
+MODE=sweep (make sweep) plans one step at a time (SWEEP_STEP, loadgen/run.sh
+runs them in turn): every path still in the sweep at the step's rate (k6), or
+flat out at its connections (SWEEP=connections, wrk), SWEEP_ROUNDS rounds in a
+counterbalanced order; the run's idle and warm-up phases in its first step
+only. Phases are named `<workload>__<path>__s<step>__r<round>`.
+
+load.schema.json is the shape of the load.json the generators write.
 """
 import json
 import os
@@ -54,7 +60,8 @@ def read_catalogue(env=os.environ):
 
 def urls(catalogue):
     """Where a generator reaches each path: its nginx's URL + /<path>; a direct
-    path (no nginx): the app's own URL (over its socket: direct_socket())."""
+    path (no nginx): the app's own URL (over its socket where the catalogue
+    names one: build() puts it on the path's phases)."""
     out = {name: f"{catalogue['nginx'][p['nginx']]['url']}/{name}" for name, p in catalogue["paths"].items()}
     return {**out, **{name: p["url"] for name, p in direct_paths(catalogue).items()}}
 
