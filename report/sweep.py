@@ -205,7 +205,9 @@ def build(load, server=None, k6_cpus=None, server_missing=None, backlog=None):
             "knees": {} if flat else {p: knee(p, by_step) for p in paths},
             "peaks": {p: peak(p, by_step) for p in paths} if flat else {},
             "savings": {str(s): [{"term": t["key"], "pair": t["paths"], "handling": t["answer"],
-                                  ("ratio" if flat else "diff_us"): d} for t, d in pairs]
+                                  ("ratio" if flat else "diff_us"): d,
+                                  "past_limit": [p for p in t["paths"] if by_step[s][p]["failed"]] if not flat else []}
+                                 for t, d in pairs]
                         for s, pairs in savings(load).items()},
             "charts": [], "warnings": all_short(by_step, load["settings"]["workloads"][0])}
 
@@ -248,6 +250,9 @@ def saving_words(x):
     d = x["diff_us"]
     if d is None:
         return None
+    if x.get("past_limit"):  # latency there is a queue's (k6's or the path's), not a cost
+        return (f"`{uds}` against `{tcp}` ({words}): not compared, {' and '.join(x['past_limit'])} past "
+                f"{'its' if len(x['past_limit']) == 1 else 'their'} limit at this rate (latency is the queue there)")
     if d["rounds"] < 2 or not measurable(d):
         return f"`{uds}` against `{tcp}` ({words}): no measurable difference ({fmt_interval(d, 'µs', 0)})"
     verb = "saved" if d["mean"] > 0 else "cost"

@@ -194,3 +194,15 @@ def test_make_report_prints_a_sweeps_warnings(tmp_path, capsys):
     (run / "load.json").write_text(json.dumps(load(ph)))
     assert cli.main(["--run", "sw", "--results", str(tmp_path), "--prometheus", f"http://127.0.0.1:{free_port()}"]) == 0
     assert "warning: all_short: at 100 req/s every path fell short" in capsys.readouterr().out
+
+
+def test_a_step_past_a_paths_limit_compares_no_latency():
+    """At a rate a path did not hold, its latency is a queue (the path's or
+    k6's): the answer compares nothing there and says why."""
+    ph = [phase(p, 1, 100, r, p50=0.5 + 0.01 * r + (0.1 if p == "tcp-lo" else 0)) for p in ("tcp-lo", "uds-lo") for r in (1, 2, 3)]
+    ph += [phase("tcp-lo", 2, 200, r, rps=150, p50=40 + r) for r in (1, 2, 3)]
+    ph += [phase("uds-lo", 2, 200, r, p50=1 + 0.01 * r) for r in (1, 2, 3)]
+    md = sweep.render(sweep.build(load(ph)))
+    assert "- **100 req/s**: `uds-lo` against `tcp-lo` (a new connection per request) saved 100 µs" in md
+    assert ("- **200 req/s**: `uds-lo` against `tcp-lo` (a new connection per request): not compared, tcp-lo past "
+            "its limit at this rate (latency is the queue there).") in md
