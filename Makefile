@@ -108,7 +108,7 @@ load: loadgen-settings ## Drive each path in turn through nginx at a fixed rate 
 	@$(call run_plan,rate,k6)
 
 .PHONY: max
-max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6 or wrk, CONNECTIONS, DURATION, ROUNDS, PRECISION, PATHS, SEED)
+max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6, wrk, or oha for the direct paths; CONNECTIONS, DURATION, ROUNDS, PRECISION, PATHS, SEED)
 	$(lab_is_up)
 	@$(call run_plan,max,$(call env,GENERATOR))
 
