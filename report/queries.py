@@ -4,9 +4,12 @@ ones were read from the samples around the window."""
 import math
 import re
 
-from report.lab import APP, APP_LOAD, listener_of, nginx_of, service
+from report.lab import APP, APP_LOAD, CATALOGUE, listener_of, nginx_of, service
 from report.values import CORE_MODES, METRICS, div, generator, matrix_samples, number, scalar
 
+# The client straight to the app (catalogue.json's direct paths): no nginx figures.
+DIRECT_PATHS = set((CATALOGUE.get("direct") or {}).get("paths") or {})
+NO_NGINX = "no nginx on this path (the client straight to the app)"
 # A counter sampled less often than the phase is long (cAdvisor: every 5-10 s,
 # its samples carry their own timestamps) can have fewer than two samples inside
 # a phase's window, where increase() gives nothing: the report then reads the
@@ -280,7 +283,11 @@ def server_values(query, phase, window, gen="k6", cores=(None, "not asked")):
     raw, estimated, why, cache = {}, [], {}, {}
     if not cores[0]:
         why.update({f"core_{m}_s": cores[1] for m in CORE_MODES})
+    direct = phase["path"] in DIRECT_PATHS
     for k, e in exprs.items():
+        if direct and RAW_SOURCES.get(k) == "nginx-log" or direct and k == "nginx_cpu_s":
+            raw[k], why[k] = None, NO_NGINX
+            continue
         raw[k] = scalar(query, e)
         # No 5xx series means none was logged: nothing missing.
         if raw[k] is not None or k == "nginx_5xx":

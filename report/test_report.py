@@ -1241,6 +1241,9 @@ def test_straight_to_the_app_is_set_beside_the_same_pair_through_nginx():
     assert d["ratio"]["mean"] == pytest.approx(2.0, rel=0.02)
     pooled = next(b for b in d["beside"] if b["term"] == "socket_pooled")
     assert pooled["ratio"]["mean"] == pytest.approx(1.25, rel=0.02) and pooled["survives"] == pytest.approx(0.25, abs=0.03)
+    direct_phase = next(p for p in rep["phases"] if p["path"] == "direct-uds")
+    assert direct_phase["missing"]["nginx_connect_ms"] == queries.NO_NGINX  # said in its cell, not warned
+    assert not [w for w in rep["warnings"] if queries.NO_NGINX in w["message"]]
     md = markdown.render_markdown(rep)
     assert "## Straight to the app" in md
     assert "- `ping`: straight to the app, `direct-uds` carried 2.0" in md and "the requests/s of `direct-tcp`" in md

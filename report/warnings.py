@@ -1,6 +1,6 @@
 """The report's warnings (pure), each threshold stated in its "How to read this"."""
 from report.lab import BASELINE
-from report.queries import UNPINNED
+from report.queries import NO_NGINX, UNPINNED
 from report.stats import fmt_interval, judge
 from report.values import METRICS, generator, headline, is_max
 
@@ -36,7 +36,7 @@ def figure_warnings(phases):
     groups = {}
     for p in phases:
         for f, why in (p.get("missing") or {}).items():
-            if why.endswith(" in the window") or why in ("load.json has no start time", UNPINNED):
+            if why.endswith(" in the window") or why in ("load.json has no start time", UNPINNED, NO_NGINX):
                 continue
             if f.startswith("conntrack_") or f == "app_conns_per_req":
                 continue  # optional: a namespace without tracking, or an app without the lab's metrics
