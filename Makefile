@@ -112,13 +112,13 @@ max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6, wrk, o
 	$(lab_is_up)
 	@$(call run_plan,max,$(call env,GENERATOR))
 
-# Latency against load: each path at rising fixed rates (k6) until it fails, or
+# Latency against load: each path at rising fixed rates (k6, or GENERATOR=oha) until it fails, or
 # flat out at rising connections (SWEEP=connections: wrk, which k6 on one core
 # could not match); report/sweep.py judges each step.
 .PHONY: sweep
 sweep: loadgen-settings ## Latency against load: every path at rising fixed rates up to and past its limit (SWEEP_RATES or SWEEP_FROM/TO/STEPS, SWEEP_ROUNDS); SWEEP=connections: flat out at SWEEP_CONNECTIONS
 	$(lab_is_up)
-	@$(call run_plan,sweep,$(if $(filter connections,$(call env,SWEEP)),wrk,k6))
+	@$(call run_plan,sweep,$(if $(filter connections,$(call env,SWEEP)),wrk,$(if $(filter oha,$(call env,GENERATOR)),oha,k6)))
 
 # The transports alone, no nginx, no HTTP: services/floor, in the lab's
 # network namespaces and CPU sets (catalogue.json's "floor").

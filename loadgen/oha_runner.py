@@ -28,14 +28,25 @@ def oha_env(env):
     return {**wrk_runner.wrk_env(env), "GENERATOR": "oha"}
 
 
+# A sweep of rates: connections enough for 100 ms of latency per request at
+# the step's rate (k6's VU budget in load.js), at most this many (the lab's
+# SWEEP_CONNECTIONS top, under NGINX_MAX_IN_FLIGHT).
+MAX_RATE_CONNECTIONS = 1000
+
+
 def command(s, phase, url):
     """oha's command line for one phase: its connections for its length, over
     the app's socket where the phase's path is one (the URL then names the
-    route only)."""
+    route only). A sweep's rate (-q) with its latencies corrected for
+    coordinated omission: a slow path cannot slow the clock."""
     socket = ["--unix-socket", phase["socket"]] if phase.get("socket") else []
     conns = phase.get("connections", s["connections"])
+    rate = []
+    if phase.get("rate"):
+        conns = max(conns, min(MAX_RATE_CONNECTIONS, -(-phase["rate"] // 10)))
+        rate = ["-q", str(phase["rate"]), "--latency-correction"]
     return ["oha", "--no-tui", "--output-format", "json", "-z", f"{phase['duration_s']}s", "-c", str(conns),
-            *socket, url]
+            *rate, *socket, url]
 
 
 def ms(seconds):

@@ -49,7 +49,9 @@ SCHEMA = HERE / "load.schema.json"
 GAP_SECONDS = 1
 MODES = ("rate", "max", "sweep")
 GENERATORS = ("k6", "wrk", "oha")
-# Flat out only: wrk and oha cannot hold a fixed rate.
+# Flat out only (make max, a sweep of connections), but oha also in a sweep of
+# rates: wrk cannot hold a fixed rate; oha holds one with -q and corrects its
+# latencies for coordinated omission (loadgen/oha_runner.py).
 FLAT_OUT = ("wrk", "oha")
 
 
@@ -143,7 +145,8 @@ def read_settings(env, catalogue):
     if not s["endpoint"].startswith("/"):
         raise SettingError(f'ENDPOINT="{s["endpoint"]}": must start with /')
     if s["generator"] in FLAT_OUT:
-        if s["mode"] != "max" and not (s["mode"] == "sweep" and env.get("SWEEP") == "connections"):
+        swept = s["mode"] == "sweep" and (env.get("SWEEP") == "connections" or s["generator"] == "oha")
+        if s["mode"] != "max" and not swept:
             raise SettingError(f"GENERATOR={s['generator']}: runs MODE=max only ({s['generator']} cannot hold a fixed rate)")
     if s["generator"] == "wrk":
         s["threads"] = whole(env, "WRK_THREADS", 1, 1)
@@ -193,8 +196,8 @@ def sweep_settings(env, s):
     loadgen/run.sh runs them in turn) and its level, and the rounds per step
     (SWEEP_ROUNDS: a sweep is many runs, so fewer than ROUNDS)."""
     s["sweep"] = one_of(env, "SWEEP", "rate", SWEEPS)
-    if s["sweep"] == "rate" and s["generator"] != "k6":
-        raise SettingError(f'GENERATOR="{s["generator"]}": make sweep runs k6 (a fixed arrival rate per step)')
+    if s["sweep"] == "rate" and s["generator"] not in ("k6", "oha"):
+        raise SettingError(f'GENERATOR="{s["generator"]}": a sweep of rates runs k6 or oha (a fixed rate per step)')
     if len(s["workloads"]) != 1:
         raise SettingError(f"SCENARIO={','.join(s['workloads'])}: make sweep takes one workload (a sweep each)")
     if "precision" in s:

@@ -43,6 +43,11 @@ def test_the_command_dials_the_socket_only_for_a_socket_path():
     assert tcp == ["oha", "--no-tui", "--output-format", "json", "-z", "3s", "-c", "8", "http://127.0.0.1:8080/ping"]
     uds = oha_runner.command(s, {"duration_s": 3, "socket": "/sock/app.sock", "connections": 2}, "http://app/ping")
     assert uds[-4:] == ["2", "--unix-socket", "/sock/app.sock", "http://app/ping"]
+    # A sweep's rate: held with -q, latencies corrected; connections for 100 ms per request, at most 1,000.
+    swept = oha_runner.command(s, {"duration_s": 3, "rate": 5000}, "http://nginx:8080/tcp/ping")
+    assert swept[6:] == ["-c", "500", "-q", "5000", "--latency-correction", "http://nginx:8080/tcp/ping"]
+    assert oha_runner.command(s, {"duration_s": 3, "rate": 50}, "u")[7] == "8"
+    assert oha_runner.command(s, {"duration_s": 3, "rate": 50000}, "u")[7] == "1000"
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,7 @@ def test_rates_rise_in_equal_ratios_to_two_significant_digits():
     ({"SCENARIO": "ping,cpu"}, "SCENARIO=ping,cpu: make sweep takes one workload (a sweep each)"),
     ({"PRECISION": "5"}, "PRECISION: not for make sweep (its steps have SWEEP_ROUNDS rounds each)"),
     ({"GENERATOR": "wrk"}, "GENERATOR=wrk: runs MODE=max only (wrk cannot hold a fixed rate)"),
+    ({"GENERATOR": "oha", "MODE": "rate"}, "GENERATOR=oha: runs MODE=max only (oha cannot hold a fixed rate)"),
 ])
 def test_bad_sweep_settings_are_named(env, message):
     with pytest.raises(runplan.SettingError) as e:
@@ -61,3 +62,8 @@ def test_a_later_step_writes_its_own_plan_file(tmp_path):
     assert [p.name for p in (tmp_path / "s").iterdir()] == ["plan-s2.json"]
     doc = json.loads((tmp_path / "s" / "plan-s2.json").read_text())
     assert doc["settings"]["step"] == 2 and all(p["url"].endswith("/ping") for p in doc["phases"])
+
+
+def test_oha_may_sweep_rates_too():
+    s = runplan.read_settings({**BASE, "GENERATOR": "oha"}, CATALOGUE)
+    assert (s["generator"], s["sweep"], s["rate"]) == ("oha", "rate", 100)
