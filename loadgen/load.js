@@ -22,6 +22,7 @@ const PHASES = PLAN.phases;
 const MODE = SETTINGS.mode;
 
 const scenarios = {};
+const MAX_VUS = 300;
 // k6 computes per-phase statistics only for metrics named in a threshold: the
 // "max>=0" ones always pass and exist to get them; the others fail a broken run.
 const thresholds = { http_req_failed: ['rate<0.01'] };
@@ -61,9 +62,10 @@ PHASES.forEach((ph) => {
       timeUnit: '1s',
       duration: `${ph.duration_s}s`,
       // Enough VUs for the rate at ~10 ms each; more (up to maxVUs) if the server slows
-      // down; k6 counts dropped_iterations when even that is not enough.
-      preAllocatedVUs: Math.max(10, Math.ceil(rate / 100)),
-      maxVUs: Math.max(100, Math.ceil(rate / 10)),
+      // down; k6 counts dropped_iterations when even that is not enough. At most
+      // MAX_VUS: a VU is a JavaScript runtime of a few MB (500 filled LOADGEN_MEMORY's 2 GiB).
+      preAllocatedVUs: Math.min(MAX_VUS, Math.max(10, Math.ceil(rate / 100))),
+      maxVUs: Math.min(MAX_VUS, Math.max(100, Math.ceil(rate / 10))),
     };
   const sel = `{scenario:${ph.name}}`;
   thresholds[`http_req_duration${sel}`] = ['max>=0'];
