@@ -78,7 +78,7 @@ def test_check_merges_each_step_into_load_json(tmp_path):
 
 
 def sweep_run():
-    """tcp-lo's p99 climbs past 10x its low-load median at 400 and it fails from 800 on 502s;
+    """tcp-lo's p99 climbs past 10x its p99 at 100 req/s at 800, where it also fails on 502s;
     uds-lo holds every step, 100 µs faster at the median."""
     ph = []
     for step, rate in enumerate((100, 200, 400, 800), 1):
@@ -94,11 +94,11 @@ def sweep_run():
 
 def test_the_report_gives_the_saving_at_each_rate_each_knee_and_how_a_path_failed(tmp_path):
     rep = sweep.build(sweep_run())
-    assert rep["knees"]["tcp-lo"]["rate"] == 200 and rep["knees"]["uds-lo"]["rate"] == 800
+    assert rep["knees"]["tcp-lo"]["rate"] == 400 and rep["knees"]["uds-lo"]["rate"] == 800
     assert rep["knees"]["tcp-lo"]["failed_at"][:2] == (800, "20.0% of requests failed")
     md = sweep.render(rep)
     assert "- **100 req/s**: `uds-lo` against `tcp-lo` (a new connection per request) saved 98 µs" in md
-    assert ("- `tcp-lo`: held up to 200 req/s with p99 within 10x its low-load median (0.52 ms); first failed at "
+    assert ("- `tcp-lo`: held up to 400 req/s with its p99 within 10x its p99 at the lowest rate (2.00 ms); first failed at "
             "800 req/s: 20.0% of requests failed (2,400 502 (nginx could not reach the app))") in md
     assert "| 800 | tcp-lo | 800 (800 to 800) | 0.52 (0.50 to 0.54) |" in md and "failed: 20.0% of requests failed |" in md
 
@@ -133,7 +133,7 @@ def test_a_sweep_is_reported_from_k6_alone_when_prometheus_does_not_answer(tmp_p
     run.mkdir()
     (run / "load.json").write_text(json.dumps(sweep_run()))
     rep = cli.run("sw", f"http://127.0.0.1:{free_port()}", tmp_path)
-    assert "does not answer" in rep["server_missing"] and rep["knees"]["tcp-lo"]["rate"] == 200
+    assert "does not answer" in rep["server_missing"] and rep["knees"]["tcp-lo"]["rate"] == 400
     assert "Server figures: n/a (Prometheus at" in (run / "report.md").read_text()
 
 

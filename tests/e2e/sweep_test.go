@@ -29,7 +29,7 @@ func sweepRun(t *testing.T, prom, id string) {
 			Failed   *string
 		}
 		Knees map[string]struct {
-			LowLoad *float64 `json:"low_load_p50_ms"`
+			LowLoad *float64 `json:"low_load_p99_ms"`
 		}
 		Charts []struct{ File string }
 	}
@@ -55,7 +55,7 @@ func sweepRun(t *testing.T, prom, id string) {
 	}
 	for _, p := range []string{"tcp-lo", "uds-lo"} {
 		if k, ok := r.Knees[p]; !ok || k.LowLoad == nil || *k.LowLoad <= 0 {
-			t.Errorf("knee of %s: %+v, want its low-load median", p, k)
+			t.Errorf("knee of %s: %+v, want its p99 at the lowest rate", p, k)
 		}
 	}
 	md := mustRead(t, lab.Path(t, "results", id, "report.md"))
