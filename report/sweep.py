@@ -24,7 +24,7 @@ its CPU limit is k6's, not the path's: said, and left out of the knee."""
 import sys
 from pathlib import Path
 
-from report.breakdown import HANDLING
+from report.breakdown import HANDLING, lost_to_holm
 from report.lab import PATH_COLOURS, TERMS
 from report.precision import between_batches, merge
 from report.stats import diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, t_interval
@@ -254,6 +254,9 @@ def saving_words(x):
     if x.get("past_limit"):  # latency there is a queue's (k6's or the path's), not a cost
         return (f"`{uds}` against `{tcp}` ({words}): not compared, {' and '.join(x['past_limit'])} past "
                 f"{'its' if len(x['past_limit']) == 1 else 'their'} limit at this rate (latency is the queue there)")
+    if lost_to_holm(d):
+        return (f"`{uds}` against `{tcp}` ({words}): no measurable difference once the pairs are judged together "
+                f"({fmt_interval(d, 'µs', 0)} alone)")
     if d["rounds"] < 2 or not measurable(d):
         return f"`{uds}` against `{tcp}` ({words}): no measurable difference ({fmt_interval(d, 'µs', 0)})"
     verb = "saved" if d["mean"] > 0 else "cost"
@@ -293,7 +296,7 @@ def render(rep, rate=None):
     if not any(rep["savings"].values()):
         lines.append("This sweep did not measure the socket and TCP through the same nginx (PATHS needs a pair of "
                      "catalogue.json's answer terms, e.g. tcp-lo and uds-lo): no answer to give.")
-    method = "Requests/s flat out (ratios: geometric means)" if flat else "Client median (k6's own)"
+    method = "Requests/s flat out (ratios: geometric means)" if flat else f"Client median ({rep['generator']}'s own)"
     lines += ["", f"{method}, paired over {s['rounds']} rounds a step; the pairs of a step judged together (Holm's "
               "correction). A step the generator could not drive is shown as its limit, not as the path's figure.", ""]
     if rep.get("backlog"):
