@@ -73,6 +73,7 @@ def lines(section):
             kept = f"; {b['survives']:.0%} of the direct gain survives" if b["survives"] is not None else ""
             parts.append(f"{'pooled' if b['handling'] == 'pooled' else 'new connections'} "
                          f"(`{b['pair'][1]}` against `{b['pair'][0]}`) {words(b['ratio'])}{kept}")
-        out.append(f"- `{w}`: straight to the app, `{socket}` carried {words(d['ratio'])} the requests/s of `{tcp}`; "
-                   f"through nginx-lo, {'; '.join(parts)}. Beside it, {SEED_000}.")
+        direct = (f"`{socket}` carried {words(d['ratio'])} the requests/s of `{tcp}`" if judge(d["ratio"]) == "clear"
+                  else f"`{socket}` against `{tcp}`: {words(d['ratio'])}")
+        out.append(f"- `{w}`: straight to the app, {direct}; through nginx-lo, {'; '.join(parts)}. Beside it, {SEED_000}.")
     return out

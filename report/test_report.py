@@ -1250,6 +1250,14 @@ def test_straight_to_the_app_is_set_beside_the_same_pair_through_nginx():
     assert "pooled (`uds-lo-ka` against `tcp-lo-ka`) 1.2" in md and "of the direct gain survives" in md
     assert "seed 000 (Gin, wrk, no nginx, its own machine): 3.0x" in md
     assert "Straight to the app" not in markdown.render_markdown(build(max_k6(lambda p: 1000.0 * (2 if "uds" in p else 1))))
+    same = {**rps, "direct-uds": 10000}  # no difference straight to the app: said so, not "carried"
+    k6 = max_k6(lambda p: same[p], paths=tuple(same))
+    for ph in k6["phases"]:
+        if ph["path"] in ("direct-uds", "uds-lo-ka", "uds-lo"):
+            ph["requests"] = int(ph["requests"] * (1 + (0.02 if ph["round"] % 2 else -0.02)))
+    k6["settings"]["generator"] = "oha"
+    assert "straight to the app, `direct-uds` against `direct-tcp`: no measurable difference (95% CI" in \
+        markdown.render_markdown(build(k6))
 
 
 def test_the_report_says_whether_loopback_was_tracked():

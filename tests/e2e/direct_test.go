@@ -41,7 +41,7 @@ func straightToTheApp(t *testing.T, run string) {
 		}
 	}
 	md := mustRead(t, lab.Path(t, "results", run, "report.md"))
-	for _, want := range []string{"## Straight to the app", "straight to the app, `direct-uds` carried", "seed 000"} {
+	for _, want := range []string{"## Straight to the app", "straight to the app, `direct-uds`", "seed 000"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md has no %q", want)
 		}
