@@ -28,10 +28,10 @@ from report.breakdown import HANDLING, lost_to_holm
 from report.lab import PATH_COLOURS, TERMS
 from report.precision import between_batches, merge
 from report.stats import diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, t_interval
-from report.warnings import warning
+from report.warnings import MAX_K6_CPU_SHARE, MIN_RATE_SHARE, warning
 
 MAX_ERRORS = 0.01  # a step fails past this share of failed requests
-MIN_HELD = 0.95  # ... or below this share of its rate achieved
+MIN_HELD = MIN_RATE_SHARE  # ... or below this share of its rate achieved, as make load's saturated warning
 # The knee: the highest rate a path held while its p99 stayed within this many
 # times its p99 at the sweep's first (lowest) rate. Its tail there, not its
 # median: on a small VM the p99 is already 10-20x the median at a low rate.
@@ -62,8 +62,6 @@ def interval(values):
 
 # Server figures per step (the report's, per phase), over rounds.
 SERVER = ("app_cpu_us_per_req", "nginx_cpu_us_per_req", "nginx_5xx", "k6_cpu_cores")
-# The generator at or above this share of its CPU limit: the step describes it.
-MAX_K6_CPU_SHARE = 0.9
 
 
 def step_outcome(phases, rate, server=None, k6_cpus=None, gen="k6"):
