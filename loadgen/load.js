@@ -35,15 +35,25 @@ const FAILING = MODE === 'sweep'
     ['refused', 'error_code:1212'], ['reset', 'error_code:1220'], ['timeout', 'error_code:1050'],
     ['connect_timeout', 'error_code:1211']]
   : [];
+// make load's interleaved phase (path "mix"): one arrival stream whose
+// requests go to every path in a balanced random order, each tagged with its
+// path and, measured, with its block of block_s seconds (from the phase's
+// start): the report pairs the paths' medians block by block.
+const MIX = 'mix';
+const blocksOf = (ph) => Math.round(ph.duration_s / ph.block_s);
 PHASES.forEach((ph) => {
   // A sweep's phase holds its step's rate; make load's every phase RATE.
   const rate = ph.rate || SETTINGS.rate;
+  const mix = ph.path === MIX;
   const common = {
     startTime: `${ph.start_offset_s}s`,
-    exec: 'hit',
+    exec: mix ? 'mixed' : 'hit',
     env: {
-      LAB_URL: ph.url,
-      LAB_NAME: `/${ph.path}${ph.endpoint}`,
+      ...(mix ? {
+        LAB_PATHS: JSON.stringify(ph.paths.map((p) => [p, ph.urls[p], `/${p}${ph.endpoint}`])),
+        LAB_BLOCK_MS: String(ph.round > 0 ? ph.block_s * 1000 : 0),
+        LAB_BLOCKS: String(blocksOf(ph)),
+      } : { LAB_URL: ph.url, LAB_NAME: `/${ph.path}${ph.endpoint}` }),
       LAB_PROGRESS: ph.progress,
     },
     tags: {
@@ -73,6 +83,13 @@ PHASES.forEach((ph) => {
   thresholds[`http_req_failed${sel}`] = ['rate>=0'];
   thresholds[`dropped_iterations${sel}`] = ['count>=0'];
   FAILING.forEach(([, tag]) => { thresholds[`http_reqs{scenario:${ph.name},${tag}}`] = ['count>=0']; });
+  if (mix && ph.round > 0) {
+    ph.paths.forEach((p) => {
+      thresholds[`http_req_duration{scenario:${ph.name},path:${p}}`] = ['max>=0'];
+      thresholds[`http_req_failed{scenario:${ph.name},path:${p}}`] = ['rate>=0'];
+      for (let b = 0; b < blocksOf(ph); b += 1) thresholds[`http_req_duration{scenario:${ph.name},path:${p},block:${b}}`] = ['max>=0'];
+    });
+  }
 });
 
 export const options = {
@@ -83,7 +100,7 @@ export const options = {
   // the lab uses are kept (fewer series to hold and push; url adds nothing to name).
   discardResponseBodies: true,
   systemTags: ['scenario', 'name', 'method', 'status', 'expected_response', 'check', 'error_code'],
-  summaryTrendStats: ['avg', 'min', 'med', 'p(90)', 'p(95)', 'p(99)', 'p(99.9)', 'max'],
+  summaryTrendStats: ['count', 'avg', 'min', 'med', 'p(90)', 'p(95)', 'p(99)', 'p(99.9)', 'max'],
 };
 
 export function setup() {
@@ -100,22 +117,74 @@ export function hit() {
   check(res, { 'status is 200': (r) => r.status === 200 });
 }
 
+// The order of n paths in the c-th cycle of n requests: a shuffle drawn from
+// the run's seed and c (mulberry32, Fisher-Yates), the same in every VU.
+function cycleOrder(n, c) {
+  let a = (SETTINGS.seed ^ Math.imul(c + 1, 0x9e3779b1)) >>> 0;
+  const rnd = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t ^= t + Math.imul(t ^ (t >>> 7), 61 | t);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const out = [...Array(n).keys()];
+  for (let i = n - 1; i > 0; i -= 1) {
+    const j = Math.floor(rnd() * (i + 1));
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
+let mixPaths = null;
+export function mixed() {
+  if (exec.scenario.iterationInTest === 0) console.log(__ENV.LAB_PROGRESS);
+  if (mixPaths === null) mixPaths = JSON.parse(__ENV.LAB_PATHS);
+  // Each path once in every cycle of len(paths) requests, in a drawn order.
+  const i = exec.scenario.iterationInTest;
+  const n = mixPaths.length;
+  const [path, url, name] = mixPaths[cycleOrder(n, Math.floor(i / n))[i % n]];
+  const tags = { name, path };
+  const blockMs = Number(__ENV.LAB_BLOCK_MS);
+  if (blockMs > 0) {
+    const b = Math.floor((Date.now() - exec.scenario.startTime) / blockMs);
+    tags.block = String(Math.min(Math.max(b, 0), Number(__ENV.LAB_BLOCKS) - 1));
+  }
+  const res = http.get(url, { tags });
+  check(res, { 'status is 200': (r) => r.status === 200 });
+}
+
 function fmtMs(v) {
   return v === undefined ? '-' : `${v.toFixed(3)}ms`;
 }
 
 // A short table per phase on stdout, and everything in results/<TESTID>/load.json.
 export function handleSummary(data) {
-  const perPhase = PHASES.map(({ url, progress, ...ph }) => {
-    const sel = `{scenario:${ph.name}}`;
-    const m = (name) => (data.metrics[`${name}${sel}`] || {}).values || {};
+  const quantiles = (d) => ({ avg: d.avg, p50: d.med, p90: d['p(90)'], p95: d['p(95)'], p99: d['p(99)'], p999: d['p(99.9)'], max: d.max });
+  const perPhase = PHASES.map(({ url, urls, progress, ...ph }) => {
+    const m = (name, more = '') => (data.metrics[`${name}{scenario:${ph.name}${more}}`] || {}).values || {};
     const d = m('http_req_duration');
+    // The interleaved phase: each path's figures over it and per block.
+    const mixed = ph.path === MIX && ph.round > 0 ? {
+      by_path: Object.fromEntries(ph.paths.map((p) => {
+        const all = m('http_req_duration', `,path:${p}`);
+        return [p, {
+          requests: all.count || 0,
+          failed_rate: m('http_req_failed', `,path:${p}`).rate || 0,
+          duration_ms: quantiles(all),
+          blocks: [...Array(blocksOf(ph)).keys()].map((b) => {
+            const v = m('http_req_duration', `,path:${p},block:${b}`);
+            return { requests: v.count || 0, p50: v.count ? v.med : null };
+          }),
+        }];
+      })),
+    } : {};
     return {
       ...ph,
+      ...mixed,
       requests: m('http_reqs').count || 0,
       failed_rate: m('http_req_failed').rate || 0,
       dropped_iterations: m('dropped_iterations').count || 0,
-      duration_ms: { avg: d.avg, p50: d.med, p90: d['p(90)'], p95: d['p(95)'], p99: d['p(99)'], p999: d['p(99.9)'], max: d.max },
+      duration_ms: quantiles(d),
       ...(FAILING.length ? {
         statuses: Object.fromEntries(FAILING.map(([key, tag]) => [
           key, ((data.metrics[`http_reqs{scenario:${ph.name},${tag}}`] || {}).values || {}).count || 0])),

@@ -47,6 +47,10 @@ ROOT = HERE.parent
 SCHEMA = HERE / "load.schema.json"
 # Pause between phases: one phase's tail (closing connections, GC) stays out of the next.
 GAP_SECONDS = 1
+# make load's interleaved stream: its pseudo-path in phase names (<workload>__mix__r1),
+# and the fewest blocks an interval is taken from.
+MIX = "mix"
+MIN_BLOCKS = 10
 MODES = ("rate", "max", "sweep")
 GENERATORS = ("k6", "wrk", "oha")
 # Flat out only (make max, a sweep of connections), but oha also in a sweep of
@@ -133,7 +137,7 @@ def read_settings(env, catalogue):
         "rate": whole(env, "RATE", 500, 1),
         "connections": whole(env, "CONNECTIONS", 64, 1),
         "duration": whole(env, "DURATION", 5, 1),
-        "rounds": whole(env, "ROUNDS", 12, 1),
+        "rounds": whole(env, "ROUNDS", 4, 1),
         "warmup": whole(env, "WARMUP", 3, 0),
         "idle": whole(env, "IDLE", 10, 0),
         "seed": whole(env, "SEED", secrets.randbelow(2**31), 0),
@@ -156,10 +160,17 @@ def read_settings(env, catalogue):
     if direct and s["generator"] != "oha":
         raise SettingError(f"PATHS: {', '.join(direct)} needs GENERATOR=oha (no nginx: the app's own socket, which "
                            f"{s['generator']} cannot dial)")
+    s["pairs"] = pair_units(s["paths"], catalogue)
+    if s["mode"] == "rate":
+        interleave_settings(env, s)
     if s["mode"] == "max":
         del s["rate"]  # a flat-out run has no rate
     if s["precision"] is None:
         del s["precision"]
+    elif s.get("interleave"):
+        raise SettingError("PRECISION: make load's answer comes from its interleaved stream (INTERLEAVE seconds), "
+                           "which PRECISION does not lengthen: give INTERLEAVE=0 for rounds of one path at a time, "
+                           "or a longer INTERLEAVE")
     else:
         s["max_rounds"] = whole(env, "MAX_ROUNDS", 4 * s["rounds"], s["rounds"])
         # The run's first batch must give an interval; a later one may add a single round.
@@ -168,6 +179,51 @@ def read_settings(env, catalogue):
     if s["mode"] == "sweep":
         sweep_settings(env, s)
     return s
+
+
+def interleave_settings(env, s):
+    """make load's interleaved stream into s: INTERLEAVE seconds a workload (0:
+    none, rounds of one path at a time only) in blocks of BLOCK seconds, at
+    least MIN_BLOCKS of them; every path in PATHS in it."""
+    s["interleave"] = whole(env, "INTERLEAVE", 60, 0)
+    s["block"] = whole(env, "BLOCK", 1, 1)
+    if s["interleave"] and (s["interleave"] % s["block"] or s["interleave"] // s["block"] < MIN_BLOCKS):
+        raise SettingError(f"INTERLEAVE={s['interleave']}: must be a whole number of BLOCK={s['block']} s blocks, "
+                           f"at least {MIN_BLOCKS} of them (0: no interleaved stream)")
+
+
+def pair_units(paths, catalogue):
+    """The paths as a round runs them: the pairs a comparison is made of,
+    back to back (the answer's pairs first, then the direct pair and the
+    other terms of catalogue.json's breakdown, each path in one pair at most),
+    the paths left over alone."""
+    terms = catalogue["breakdown"]["terms"]
+    ranked = [t["paths"] for t in terms if t.get("answer")] + [(catalogue.get("direct") or {}).get("pair") or []]
+    ranked += [t["paths"] for t in terms if not t.get("answer")]
+    left, units = list(paths), []
+    for pair in ranked:
+        if len(pair) == 2 and all(p in left for p in pair):
+            units.append(list(pair))
+            left = [p for p in left if p not in pair]
+    return units + [[p] for p in left]
+
+
+def paired_orders(units, rounds, seed):
+    """The order of the paths in each round 1..rounds: the units (pair_units)
+    in an order drawn anew each round, each pair's two paths back to back,
+    which one first alternating from round to round (drawn for the first), so
+    that over every two rounds each path of a pair runs first once and a
+    pair's comparison never spans more than its own two phases. A round's
+    draws do not depend on how many rounds follow: a later batch continues
+    the same sequence."""
+    rng = random.Random(seed)
+    flip = [rng.random() < 0.5 for _ in units]
+    out = []
+    for r in range(1, rounds + 1):
+        idx = list(range(len(units)))
+        rng.shuffle(idx)
+        out.append([p for i in idx for p in (units[i][::-1] if flip[i] ^ (r % 2 == 0) else units[i])])
+    return out
 
 
 def percent(env, name):
@@ -321,15 +377,22 @@ def plan(s, route, first=1):
     fresh = first == 1 and (step or 1) == 1  # the run's start: idle and warm-up
     phases, at = [], (s["idle"] + GAP_SECONDS if s["idle"] > 0 and fresh else 0)
     last = first + s["rounds"] - 1
-    per_round = orders(s["paths"], last, s["seed"] + (step or 1) - 1)
+    per_round = paired_orders(s.get("pairs") or [[p] for p in s["paths"]], last, s["seed"] + (step or 1) - 1)
+    mixed = bool(s.get("interleave")) and fresh
     for w in s["workloads"]:
-        order = [(p, 0, s["warmup"]) for p in s["paths"]] if s["warmup"] > 0 and fresh else []
+        order = []
+        if mixed:  # the interleaved stream warms every path up, then is measured
+            order += [(MIX, 0, s["warmup"])] if s["warmup"] > 0 else []
+            order.append((MIX, 1, s["interleave"]))
+        elif s["warmup"] > 0 and fresh:
+            order += [(p, 0, s["warmup"]) for p in s["paths"]]
         order += [(p, r, s["duration"]) for r in range(first, last + 1) for p in per_round[r - 1]]
         for path, r, secs in order:
             phases.append({
                 "name": f"{w}__{path}__{f's{step}__' if step else ''}r{r}", "workload": w, "path": path, "round": r,
                 "phase": "warmup" if r == 0 else "measure", "endpoint": route[w],
                 "start_offset_s": at, "duration_s": secs, **(step_fields(s) if step else {}),
+                **({"paths": s["paths"], "block_s": s["block"]} if path == MIX else {}),
             })
             at += secs + GAP_SECONDS
     return phases
@@ -365,9 +428,16 @@ def describe(s, phases, route=None, first=1):
                 f"about {clock(length_s(phases))}")
     warm = f"{s['warmup']} s warm-up + " if s["warmup"] > 0 else ""
     idle = f"{s['idle']} s idle + " if s["idle"] > 0 else ""
-    out = (f"{len(phases)} phases, about {clock(length_s(phases))}: {idle}{len(s['workloads'])} workload(s) x "
-           f"{len(s['paths'])} paths x ({warm}{s['rounds']} x {s['duration']} s), {GAP_SECONDS} s between phases, "
-           f"order counterbalanced (SEED={s['seed']})")
+    order = f"order drawn from SEED={s['seed']}, compared paths back to back in alternating order"
+    if s.get("interleave"):
+        out = (f"{len(phases)} phases, about {clock(length_s(phases))}: {idle}{len(s['workloads'])} workload(s) x "
+               f"({warm}{s['interleave']} s of all {len(s['paths'])} paths interleaved request by request, then "
+               f"{s['rounds']} x {len(s['paths'])} paths x {s['duration']} s one at a time for their costs), "
+               f"{GAP_SECONDS} s between phases, {order}")
+    else:
+        out = (f"{len(phases)} phases, about {clock(length_s(phases))}: {idle}{len(s['workloads'])} workload(s) x "
+               f"{len(s['paths'])} paths x ({warm}{s['rounds']} x {s['duration']} s), {GAP_SECONDS} s between "
+               f"phases, {order}")
     if "precision" in s:
         most = length_s(plan({**s, "rounds": s["max_rounds"]}, route))
         out += (f"; then more rounds until the answer's intervals are within +/-{s['precision']:g}% "
@@ -396,6 +466,8 @@ def progress(phases, i):
     """What the runner says as phase i (0-based) starts; a warm-up phase (round 0) says it is one."""
     left = length_s(phases) - phases[i]["start_offset_s"]
     warm = " (warm-up, left out of the report)" if phases[i]["round"] == 0 else ""
+    if phases[i]["path"] == MIX:
+        warm = f" (every path interleaved{', warm-up' if phases[i]['round'] == 0 else ''})"
     return f"phase {i + 1}/{len(phases)} {phases[i]['name']}{warm}: about {clock(left)} left"
 
 
@@ -410,7 +482,10 @@ def build(env, catalogue):
     phases = plan(s, route, first)
     where, direct = urls(catalogue), direct_paths(catalogue)
     for i, p in enumerate(phases):
-        p["url"] = where[p["path"]] + p["endpoint"]
+        if p["path"] == MIX:  # the interleaved stream: every path's URL
+            p["urls"] = {q: where[q] + p["endpoint"] for q in p["paths"]}
+        else:
+            p["url"] = where[p["path"]] + p["endpoint"]
         if direct.get(p["path"], {}).get("socket"):  # the app's socket (oha_runner.py takes it off load.json)
             p["socket"] = direct[p["path"]]["socket"]
         p["progress"] = progress(phases, i)
@@ -434,7 +509,7 @@ def floor_settings(env, catalogue):
                               list(catalogue["floor"]["transports"])),
         "sizes": sizes(env),
         "duration": whole(env, "FLOOR_DURATION", 1, 1),
-        "rounds": whole(env, "ROUNDS", 12, 2),
+        "rounds": whole(env, "ROUNDS", 4, 2),
         "warmup": whole(env, "WARMUP", 3, 0),
         "seed": whole(env, "SEED", secrets.randbelow(2**31), 0),
         "connects": FLOOR_CONNECTS,

@@ -66,7 +66,12 @@ def test_k6_runs_the_plan_plan_py_wrote(k6, tmp_path, settings):
         sc = scenarios[p["name"]]
         assert (seconds(sc["startTime"]), seconds(sc["duration"])) == (p["start_offset_s"], p["duration_s"]), sc
         assert sc["tags"] == {"path": p["path"], "workload": p["workload"], "round": str(p["round"]), "phase": p["phase"]}
-        assert (sc["env"]["LAB_URL"], sc["env"]["LAB_PROGRESS"]) == (p["url"], p["progress"])
+        if p["path"] == "mix":  # every path's URL, and its blocks when measured
+            assert json.loads(sc["env"]["LAB_PATHS"]) == [[q, p["urls"][q], f"/{q}{p['endpoint']}"] for q in p["paths"]]
+            assert sc["env"]["LAB_BLOCK_MS"] == str(1000 * p["block_s"] if p["round"] else 0)
+        else:
+            assert sc["env"]["LAB_URL"] == p["url"]
+        assert sc["env"]["LAB_PROGRESS"] == p["progress"]
         want = "constant-vus" if settings.get("MODE") == "max" else "constant-arrival-rate"
         assert sc["executor"] == want
 
@@ -80,7 +85,7 @@ def test_k6_without_a_plan_says_how_to_get_one(k6):
 def test_k6_writes_a_load_json_of_the_schemas_shape(k6, tmp_path, local_catalogue, mode):
     catalogue, hits = local_catalogue
     path, doc = write_plan(tmp_path, CATALOGUE=catalogue, MODE=mode, SCENARIO="bytes-100", PATHS="uds-ka", ROUNDS=1,
-                           WARMUP=0, DURATION=1, RATE=20, CONNECTIONS=2, IDLE=1)
+                           WARMUP=0, DURATION=1, RATE=20, CONNECTIONS=2, IDLE=1, INTERLEAVE=0)
     res = subprocess.run([k6, "run", "--quiet", "--no-color", str(SCRIPT)], env=k6_env(PLAN=path),
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -102,6 +107,7 @@ def test_k6_writes_a_later_batchs_load_beside_its_plan(k6, tmp_path, local_catal
     (loadgen/run.sh merges it), load.json untouched."""
     catalogue, _ = local_catalogue
     env = {"RESULTS": str(tmp_path), "TESTID": "k2", "SEED": "4", "CATALOGUE": str(catalogue), "PATHS": "uds",
+           "INTERLEAVE": "0",
            "SCENARIO": "ping", "ROUNDS": "2", "DURATION": "1", "RATE": "20", "PRECISION": "5", "FIRST_ROUND": "3"}
     assert runplan.main(env) == 0
     res = subprocess.run([k6, "run", "--quiet", "--no-color", str(SCRIPT)],
@@ -111,6 +117,31 @@ def test_k6_writes_a_later_batchs_load_beside_its_plan(k6, tmp_path, local_catal
     load = json.loads((tmp_path / "k2" / "load-r3.json").read_text())
     jsonschema.validate(load, json.loads(runplan.SCHEMA.read_text()))
     assert [p["round"] for p in load["phases"]] == [3, 4] and load["idle"] is None
+
+
+def test_k6_interleaves_every_path_in_one_stream_and_writes_each_ones_blocks(k6, tmp_path, local_catalogue):
+    """make load's interleaved phase: one arrival stream, every path in each
+    cycle of len(paths) requests, each path's median per block in load.json."""
+    catalogue, hits = local_catalogue
+    path, doc = write_plan(tmp_path, CATALOGUE=catalogue, PATHS="tcp-lo,uds-lo,uds", ROUNDS=1, WARMUP=1, DURATION=1,
+                           RATE=60, IDLE=0, INTERLEAVE=10)
+    res = subprocess.run([k6, "run", "--quiet", "--no-color", str(SCRIPT)], env=k6_env(PLAN=path),
+                         capture_output=True, text=True, timeout=90)
+    assert res.returncode == 0, res.stdout + res.stderr
+    load = json.loads((tmp_path / "k1" / "load.json").read_text())
+    jsonschema.validate(load, json.loads(runplan.SCHEMA.read_text()))
+    (mix,) = [p for p in load["phases"] if p["name"] == "ping__mix__r1"]
+    assert sorted(mix["by_path"]) == ["tcp-lo", "uds", "uds-lo"]
+    total = sum(v["requests"] for v in mix["by_path"].values())
+    assert total == mix["requests"] >= 570  # 60 req/s for 10 s
+    for p, v in mix["by_path"].items():
+        assert abs(v["requests"] - total / 3) <= 1, (p, v["requests"])  # each path once a cycle
+        assert len(v["blocks"]) == 10 and sum(b["requests"] for b in v["blocks"]) == v["requests"]
+        assert all(b["requests"] >= 18 and b["p50"] > 0 for b in v["blocks"]), v["blocks"]
+    # The stream and then each path alone: the server saw every request by its path.
+    alone = {p["path"]: p["requests"] for p in load["phases"] if p["path"] != "mix"}
+    warm = next(p for p in load["phases"] if p["name"] == "ping__mix__r0")["requests"]
+    assert sum(hits[f"/{p}/ping"] for p in alone) == total + warm + sum(alone.values())
 
 
 def test_k6_runs_a_sweeps_step_at_its_rate_and_counts_how_a_path_fails(k6, tmp_path, local_catalogue):

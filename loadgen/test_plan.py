@@ -10,8 +10,9 @@ import pytest
 import plan as runplan
 
 CATALOGUE = runplan.read_catalogue({})
+# Rounds of one path at a time only (INTERLEAVE=0): what PRECISION lengthens.
 BASE = {"TESTID": "p", "PATHS": "tcp-lo,uds-lo,tcp-lo-ka,uds-lo-ka", "ROUNDS": "4", "SEED": "3", "IDLE": "10",
-        "WARMUP": "3", "DURATION": "5"}
+        "WARMUP": "3", "DURATION": "5", "INTERLEAVE": "0"}
 
 
 @pytest.mark.parametrize("raw, want", [("5", 5.0), ("5%", 5.0), ("0.5%", 0.5), ("", None)])
@@ -33,6 +34,12 @@ def test_bad_precision_settings_are_named(env, message):
     with pytest.raises(runplan.SettingError) as e:
         runplan.build({**BASE, **env}, CATALOGUE)
     assert str(e.value) == message
+
+
+def test_precision_is_refused_where_the_answer_comes_from_the_interleaved_stream():
+    with pytest.raises(runplan.SettingError, match="PRECISION: make load's answer comes from its interleaved stream"):
+        runplan.read_settings({**BASE, "INTERLEAVE": "60", "PRECISION": "5"}, CATALOGUE)
+    assert runplan.read_settings({**BASE, "MODE": "max", "INTERLEAVE": "60", "PRECISION": "5"}, CATALOGUE)["precision"] == 5
 
 
 def test_max_rounds_defaults_to_four_times_rounds():

@@ -27,7 +27,7 @@ def test_defaults_and_routes():
     # Every path but the A/A calibration twins.
     assert s["mode"] == "max" and s["generator"] == "wrk" and s["paths"] == [
         "tcp", "uds", "tcp-ka", "uds-ka", "tcp-lo", "tcp-lo-ka", "uds-lo", "uds-lo-ka"]
-    assert (s["rounds"], s["duration"], s["warmup"], s["threads"]) == (12, 5, 3, 1) and "rate" not in s
+    assert (s["rounds"], s["duration"], s["warmup"], s["threads"]) == (4, 5, 3, 1) and "rate" not in s
     assert isinstance(s["seed"], int)  # drawn when SEED is unset, and recorded
     r = runplan.routes(WORKLOADS, {**s, "cpu_iterations": 7, "sleep_ms": 3, "endpoint": "/mine"})
     assert r["ping"] == "/ping" and r["cpu"] == "/cpu/7" and r["sleep"] == "/sleep/3" and r["custom"] == "/mine"
@@ -89,27 +89,69 @@ def test_orders_are_counterbalanced_and_repeatable():
         assert sorted(before) == sorted(set(paths) - {p}), p
 
 
-def test_plan_warms_up_then_runs_rounds_in_changing_orders():
+def test_plan_warms_up_then_runs_rounds_with_each_pair_back_to_back():
     s = runplan.read_settings({"PATHS": "tcp,uds,tcp-lo", "ROUNDS": "6", "WARMUP": "3", "DURATION": "10",
-                               "SCENARIO": "ping,cpu", "IDLE": "0", "SEED": "3"}, CATALOGUE)
+                               "SCENARIO": "ping,cpu", "IDLE": "0", "SEED": "3", "MODE": "max"}, CATALOGUE)
+    assert s["pairs"] == [["tcp", "uds"], ["tcp-lo"]]  # the answer's pair; tcp-lo has no partner here
     phases = runplan.plan(s, runplan.routes(WORKLOADS, s))
     assert [p["name"] for p in phases[:3]] == ["ping__tcp__r0", "ping__uds__r0", "ping__tcp-lo__r0"]
     assert all(p["phase"] == "warmup" for p in phases[:3]) and phases[3]["phase"] == "measure"
     rounds = [[p["path"] for p in phases if p["workload"] == "ping" and p["round"] == r] for r in range(1, 7)]
-    assert rounds == runplan.orders(["tcp", "uds", "tcp-lo"], 6, 3)
-    assert len({tuple(r) for r in rounds}) == 6  # six rounds, six orders of three paths
+    assert rounds == runplan.paired_orders(s["pairs"], 6, 3)
+    for r in rounds:  # tcp and uds adjacent, and which one first alternates
+        assert abs(r.index("tcp") - r.index("uds")) == 1
+    firsts = [r.index("tcp") < r.index("uds") for r in rounds]
+    assert all(a != b for a, b in zip(firsts, firsts[1:])), firsts
     assert [p["start_offset_s"] for p in phases[:3]] == [0, 4, 8]  # 3 s warm-up + 1 s gap
     # 2 workloads x 3 paths x (3 + 6 x 10) s, and 41 gaps of 1 s.
     assert runplan.length_s(phases) == 2 * 3 * (3 + 6 * 10) + 41 * 1
-    s = runplan.read_settings({"PATHS": "tcp", "ROUNDS": "1", "WARMUP": "0"}, CATALOGUE)
+    s = runplan.read_settings({"PATHS": "tcp", "ROUNDS": "1", "WARMUP": "0", "INTERLEAVE": "0"}, CATALOGUE)
     assert [p["name"] for p in runplan.plan(s, runplan.routes(WORKLOADS, s))] == ["ping__tcp__r1"]
+
+
+def test_every_path_in_at_most_one_pair_the_answers_first():
+    units = runplan.pair_units([*CATALOGUE["paths"]], CATALOGUE)
+    assert units[:4] == [["tcp-lo", "uds-lo"], ["tcp-lo-ka", "uds-lo-ka"], ["tcp", "uds"], ["tcp-ka", "uds-ka"]]
+    assert sorted(p for u in units for p in u) == sorted(CATALOGUE["paths"])
+    assert runplan.pair_units(["uds-lo-aa", "uds-lo"], CATALOGUE) == [["uds-lo", "uds-lo-aa"]]
+    assert runplan.pair_units(["direct-uds", "direct-tcp"], CATALOGUE) == [["direct-tcp", "direct-uds"]]
+
+
+def test_paired_orders_are_repeatable_and_a_later_batch_continues_them():
+    units = runplan.pair_units(runplan.default_paths(CATALOGUE), CATALOGUE)
+    first = runplan.paired_orders(units, 12, seed=5)
+    assert first == runplan.paired_orders(units, 12, seed=5) != runplan.paired_orders(units, 12, seed=6)
+    assert runplan.paired_orders(units, 5, seed=5) == first[:5]
+    for u in units:  # over every two rounds, each path of a pair first once
+        leads = [o.index(u[0]) < o.index(u[1]) for o in first]
+        assert [leads[i] != leads[i + 1] for i in range(0, 12, 2)] == [True] * 6
+
+
+def test_make_load_interleaves_every_path_then_runs_them_one_at_a_time():
+    s = runplan.read_settings({"PATHS": "tcp,uds", "ROUNDS": "2", "WARMUP": "3", "DURATION": "5", "IDLE": "0",
+                               "INTERLEAVE": "20", "BLOCK": "2", "SEED": "1"}, CATALOGUE)
+    phases = runplan.plan(s, runplan.routes(WORKLOADS, s))
+    assert [(p["name"], p["start_offset_s"], p["duration_s"]) for p in phases[:2]] == [
+        ("ping__mix__r0", 0, 3), ("ping__mix__r1", 4, 20)]
+    assert phases[1]["paths"] == ["tcp", "uds"] and phases[1]["block_s"] == 2
+    assert [p["round"] for p in phases[2:]] == [1, 1, 2, 2] and phases[2]["start_offset_s"] == 25
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"INTERLEAVE": "5"}, "INTERLEAVE=5: must be a whole number of BLOCK=1 s blocks, at least 10 of them"),
+    ({"INTERLEAVE": "25", "BLOCK": "2"}, "INTERLEAVE=25: must be a whole number of BLOCK=2 s blocks"),
+    ({"BLOCK": "0"}, 'BLOCK="0": must be a whole number >= 1'),
+])
+def test_bad_interleave_settings_are_named(env, message):
+    with pytest.raises(runplan.SettingError, match=message):
+        runplan.read_settings(env, CATALOGUE)
 
 
 @pytest.mark.parametrize("idle, first", [("0", 0), ("1", 2), ("10", 11)])
 def test_the_idle_phase_comes_first(idle, first):
     """IDLE seconds with no requests, then a gap, then the first phase; IDLE=0: none."""
-    s = runplan.read_settings({"PATHS": "tcp", "ROUNDS": "1", "WARMUP": "0", "DURATION": "5", "IDLE": idle},
-                              CATALOGUE)
+    s = runplan.read_settings({"PATHS": "tcp", "ROUNDS": "1", "WARMUP": "0", "DURATION": "5", "IDLE": idle,
+                               "INTERLEAVE": "0"}, CATALOGUE)
     phases = runplan.plan(s, runplan.routes(WORKLOADS, s))
     assert phases[0]["start_offset_s"] == first and runplan.length_s(phases) == first + 5
     want = None if idle == "0" else {"start_offset_s": 0, "duration_s": int(idle)}
@@ -122,17 +164,19 @@ def test_the_default_plan_states_its_length():
     before it starts and as each phase starts."""
     s = runplan.read_settings({"SEED": "42"}, CATALOGUE)
     phases = runplan.plan(s, runplan.routes(WORKLOADS, s))
-    # 10 s idle + 1 s, then 1 workload x 8 paths x (3 s + 12 x 5 s) = 504 s, and 103 gaps of 1 s: 618 s.
+    # 10 s idle + 1 s, 3 s warm-up + 1 s, 60 s interleaved, then 4 x 8 x 5 s = 160 s and 32 gaps of 1 s: 267 s.
     assert runplan.describe(s, phases) == (
-        "104 phases, about 10m18s: 10 s idle + 1 workload(s) x 8 paths x (3 s warm-up + 12 x 5 s), "
-        "1 s between phases, order counterbalanced (SEED=42)")
-    assert runplan.progress(phases, 0) == "phase 1/104 ping__tcp__r0 (warm-up, left out of the report): about 10m07s left"
-    assert runplan.progress(phases, 103) == f"phase 104/104 {phases[-1]['name']}: about 5s left"
+        "34 phases, about 4m27s: 10 s idle + 1 workload(s) x (3 s warm-up + 60 s of all 8 paths interleaved request "
+        "by request, then 4 x 8 paths x 5 s one at a time for their costs), 1 s between phases, order drawn from "
+        "SEED=42, compared paths back to back in alternating order")
+    assert runplan.progress(phases, 0) == "phase 1/34 ping__mix__r0 (every path interleaved, warm-up): about 4m16s left"
+    assert runplan.progress(phases, 1) == "phase 2/34 ping__mix__r1 (every path interleaved): about 4m12s left"
+    assert runplan.progress(phases, 33) == f"phase 34/34 {phases[-1]['name']}: about 5s left"
 
 
 def test_plan_py_writes_the_plan_k6_runs(tmp_path):
     env = {"TESTID": "p1", "RESULTS": str(tmp_path), "PATHS": "tcp,uds", "ROUNDS": "2", "MODE": "rate",
-           "RATE": "50", "SEED": "9"}
+           "RATE": "50", "SEED": "9", "INTERLEAVE": "0"}
     res = subprocess.run([sys.executable, str(runplan.HERE / "plan.py")], env=env, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     doc = json.loads((tmp_path / "p1" / "plan.json").read_text())

@@ -2,6 +2,7 @@
 figure minus another's round by round (less two more, for a difference in
 differences), and the answer in plain words: the terms the catalogue marks
 `answer`, judged together (Holm), with the controls beside them."""
+from report import interleaved
 from report.lab import CATALOGUE, TERMS
 from report.stats import ALPHA, diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, significant
 from report.values import generator, is_max
@@ -90,16 +91,22 @@ def figures_for(settings):
     return [f for f in TERM_FIGURES if f[0] != "client_p50_ms"] if is_max(settings) else TERM_FIGURES
 
 
-def breakdown(phases, workload, figures=TERM_FIGURES):
-    """Every term whose paths were measured: its difference per figure."""
+def breakdown(phases, workload, figures=TERM_FIGURES, mixed=None):
+    """Every term whose paths were measured: its difference per figure. mixed:
+    make load's interleaved phase of the workload, whose blocks give the
+    client median's terms (paired at the same instant); the costs come from
+    the phases of one path at a time."""
     rounds = by_round(phases, workload)
+    blocks = interleaved.blocks(mixed) if mixed else None
     out = {}
     for t in TERMS:
         paths = [*t["paths"], *(t.get("less") or [])]
-        if all(p in rounds for p in paths):
+        if all(p in rounds or blocks and p in blocks for p in paths):
             out[t["key"]] = {"label": t["label"], "minuend": t["paths"][0], "subtrahend": t["paths"][1],
                              "less": t.get("less"), "control": bool(t.get("control")), "figures": {
-                f: term_stats(t, rounds, f, scale, resolution_of(phases, workload, paths, f))
+                f: (interleaved.block_diff(blocks, *t["paths"], t.get("less"), scale, mixed["block_s"])
+                    if blocks and f == "client_p50_ms" else
+                    term_stats(t, rounds, f, scale, resolution_of(phases, workload, paths, f)))
                 for f, _, scale, _ in figures}}
     # The answer's comparisons are judged together, in the answer and in the table alike.
     holm([out[t["key"]]["figures"].get("client_p50_ms") for t in TERMS if t.get("answer") and t["key"] in out])
@@ -201,7 +208,9 @@ def answer(w, phases, settings, terms=None, unpooled=None):
     out = f"**`{w}`** (`{route}`), {at}, client median: " + " ".join(sentences)
     judged = (f"the {len(chosen)} comparisons are judged together (Holm's correction)" if len(chosen) > 1
               else "one comparison, judged on its own")
-    out += f" Each interval is a 95% paired t-interval over rounds; {judged}."
+    method = interleaved.describe({t["key"]: terms[t["key"]] for t in chosen}) or \
+        "Each interval is a 95% paired t-interval over rounds"
+    out += f" {method}; {judged}."
     if notes:
         out += " " + "; ".join(n[0].upper() + n[1:] for n in notes) + "."
     return out

@@ -3,12 +3,13 @@ which puts every part together into what report.json holds."""
 from datetime import datetime, timezone
 
 from report.breakdown import answer, breakdown, figures_for, not_pooled, pooled_words
+from report import interleaved
 from report.direct import straight_to_the_app
 from report.queries import idle_baseline, phase_figures_with, server_cores, server_queries
 from report.lab import GENERATORS, pools, stack_of
 from report.stats import aggregate, common_reason
 from report.values import generator, headline, is_max, labels, number, scalar
-from report.warnings import MIN_PHASE_S, figure_warnings, phase_warnings, ratio_warnings, warning
+from report.warnings import MAX_DROPPED_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, figure_warnings, phase_warnings, ratio_warnings, warning
 
 def machine_info(query):
     uname = labels(query, "node_uname_info")
@@ -71,6 +72,23 @@ def compose_info(compose, gen="k6", up=None):
             "lo_notrack": notrack}
 
 
+def interleaved_warnings(w, mixed, settings):
+    """The interleaved stream's own warnings: the rate not held, failed requests."""
+    out = []
+    rate, n = settings.get("rate"), sum(v["requests"] for v in mixed["by_path"].values())
+    dropped = mixed.get("dropped_iterations") or 0
+    planned = rate * mixed["duration_s"] if rate else 0
+    if planned and (dropped > MAX_DROPPED_SHARE * planned or n < MIN_RATE_SHARE * planned):
+        out.append(warning("saturated", f"`{w}`: the interleaved stream held {n / mixed['duration_s']:,.0f} of "
+                           f"{rate} req/s ({dropped} iterations dropped): the generator or the lab was the limit",
+                           [mixed["name"]], workload=w))
+    failed = {p: v["failed_rate"] for p, v in mixed["by_path"].items() if v["failed_rate"] > 0}
+    if failed:
+        out.append(warning("errors", f"`{w}`: failed requests in the interleaved stream: "
+                           + ", ".join(f"{p} {r:.2%}" for p, r in failed.items()), [mixed["name"]], workload=w))
+    return out
+
+
 def build_report(k6, compose, query, prometheus_url=None):
     """Everything report.json holds, from the inputs and a query function."""
     settings = k6.get("settings") or {}
@@ -85,8 +103,17 @@ def build_report(k6, compose, query, prometheus_url=None):
     app_env = ((compose or {}).get("services", {}).get("app") or {}).get("environment")
     closer = stack if stack and not pools(stack, lambda name: env_value(app_env, name)) else None
     warnings = []
+    for w in settings.get("workloads") or []:
+        mixed = interleaved.mixed_phase(k6, w)
+        if mixed and w not in workloads:  # INTERLEAVE alone, no phase of one path
+            workloads[w] = {"tcp_measured": False, "paths": {}}
+        if mixed:
+            workloads[w]["interleaved"] = {"paths": interleaved.summary(mixed), "block_s": mixed["block_s"],
+                                           "duration_s": mixed["duration_s"], "name": mixed["name"],
+                                           "dropped_iterations": mixed.get("dropped_iterations") or 0}
+            warnings += interleaved_warnings(w, mixed, settings)
     for w, wl in workloads.items():
-        wl["breakdown"] = breakdown(phases, w, figures_for(settings))
+        wl["breakdown"] = breakdown(phases, w, figures_for(settings), interleaved.mixed_phase(k6, w))
         wl["not_pooled"] = not_pooled(phases, w, closer)
         wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"])
         if wl["not_pooled"]:

@@ -123,9 +123,28 @@ def conntrack_line(wl):
              + f"; the table at most {fill:.0%} full; {drops:,.0f} connections dropped by it."), ""]
 
 
+def interleaved_table(mix):
+    """Each path over the interleaved stream: what the answer's latency comes from."""
+    if not mix:
+        return []
+    lines = [f"At the same instant: every path in one arrival stream for {mix['duration_s']:g} s, requests "
+             f"interleaved in a balanced random order; the answer and the breakdown's client p50 pair these paths' "
+             f"medians block by block ({mix['block_s']} s).", "",
+             "| path | requests | req/s | client p50 (ms) | p99 (ms) | blocks with a median | failed |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for path, e in mix["paths"].items():
+        lines.append(f"| {path} | {e['requests']} | {fmt(e['rps'], 1)} | {fmt(e['client_p50_ms'], 3)} | "
+                     f"{fmt(e['client_p99_ms'], 3)} | {e['blocks']} | {e['failed_rate']:.2%} |")
+    return lines + [""]
+
+
 def workload_section(w, wl, charts, settings=None, cores=None):
     settings = settings or {}
     lines = [f"## Workload `{w}`", ""]
+    lines += interleaved_table(wl.get("interleaved"))
+    if wl.get("interleaved"):
+        lines += ["Then one path at a time, for what no interleaving can split (CPU and context switches per "
+                  "request), each compared pair back to back:", ""]
     lines += [
         "Means over the measured rounds (warm-up left out).",
         "",

@@ -4,6 +4,7 @@ ones were read from the samples around the window."""
 import math
 import re
 
+from report.interleaved import MIX
 from report.lab import APP, APP_LOAD, CATALOGUE, listener_of, nginx_of, service
 from report.values import CORE_MODES, METRICS, div, generator, matrix_samples, number, scalar
 
@@ -53,8 +54,10 @@ COUNTER_EXPR = re.compile(r"^sum\((increase|rate)\((.+)\[[0-9]+s\] @ [0-9.]+\)\)
 
 
 def measured_phases(k6):
-    """The phases that count: round >= 1 (warm-up phases are left out)."""
-    return [p for p in k6.get("phases", []) if p.get("round", 0) >= 1 and p.get("phase", "measure") != "warmup"]
+    """The phases of one path that count: round >= 1 (warm-up phases are left
+    out, and so is make load's interleaved stream: report/interleaved.py)."""
+    return [p for p in k6.get("phases", []) if p.get("round", 0) >= 1 and p.get("phase", "measure") != "warmup"
+            and p.get("path") != MIX]
 
 
 def phase_window(k6, phase):

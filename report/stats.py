@@ -115,10 +115,11 @@ def fmt_interval(d, unit="", decimals=1, times=False):
     """ "95% CI lo to hi unit, n rounds" (ratios: "lo-hix"), or why there is none."""
     if d["rounds"] < 2:
         return "1 round: no interval"
+    n = f"{d['rounds']} {d.get('over', 'rounds')}"
     if times:
-        return f"95% CI {d['lo']:.2f}-{d['hi']:.2f}x, {d['rounds']} rounds"
+        return f"95% CI {d['lo']:.2f}-{d['hi']:.2f}x, {n}"
     u = f" {unit}" if unit else ""
-    return f"95% CI {d['lo']:,.{decimals}f} to {d['hi']:,.{decimals}f}{u}, {d['rounds']} rounds"
+    return f"95% CI {d['lo']:,.{decimals}f} to {d['hi']:,.{decimals}f}{u}, {n}"
 
 
 def verdict(path, ratio):

@@ -981,7 +981,8 @@ def test_idle_baseline_needs_two_samples(at, why):
         assert ph["figures"]["app_ctx_switches_per_req"] is not None  # the app's needs no baseline
     if ok:
         assert b["host_ctx_switches_per_s"] == pytest.approx(BACKGROUND)
-        assert rep["phases"][0]["figures"]["host_ctx_switches_per_req"] == pytest.approx(6, abs=0.25)
+        tcp = next(ph for ph in rep["phases"] if ph["path"] == "tcp")
+        assert tcp["figures"]["host_ctx_switches_per_req"] == pytest.approx(HOST_PER_REQ["tcp"], abs=0.25)
     else:
         assert why in b["missing"] and why in rep["phases"][0]["missing"]["host_ctx_switches_per_req"]
         warned = [w for w in rep["warnings"] if w["kind"] == "missing_figures" and "host ctx switches" in w["message"]]

@@ -228,7 +228,7 @@ func loadAndReport(t *testing.T, prom, testid string) {
 	loadStart := time.Now()
 	step(t, "make load", func() {
 		mk(t, "load", "TESTID="+testid, "SCENARIO=ping", "PATHS="+allPaths(),
-			"RATE=50", "DURATION=10", "ROUNDS=2", "WARMUP=1")
+			"RATE=100", "DURATION=5", "ROUNDS=2", "WARMUP=1", "INTERLEAVE=20")
 	})
 
 	// k6 pushes its totals at the end; the app's counters arrive with the next scrape.
@@ -694,6 +694,19 @@ func checkReport(t *testing.T, testid string) {
 	// The answer and the breakdown: every term of the catalogue has its two
 	// paths in this run, so every term is there.
 	ping := r.Workloads["ping"]
+	// The answer's latency comes from the interleaved stream: every path in it, paired block by block.
+	if ping.Interleaved == nil || len(ping.Interleaved.Paths) != len(paths) {
+		t.Errorf("report.json: the interleaved stream's paths: %v, want all %d", ping.Interleaved, len(paths))
+	} else {
+		for p, e := range ping.Interleaved.Paths {
+			if e.Requests < 150 || e.Blocks < 15 {
+				t.Errorf("interleaved stream, /%s/: %d requests in %d blocks with a median, want >= 150 in >= 15", p, e.Requests, e.Blocks)
+			}
+		}
+	}
+	if !strings.Contains(ping.Answer, "one interleaved stream (20 blocks of 1 s)") {
+		t.Errorf("the answer does not say it pairs the interleaved stream's blocks: %q", ping.Answer)
+	}
 	if !strings.Contains(ping.Answer, "against TCP over loopback") || !strings.Contains(ping.Answer, "against TCP across the Docker bridge") {
 		t.Errorf("the answer does not compare the socket with both TCPs: %q", ping.Answer)
 	}
@@ -868,8 +881,14 @@ type report struct {
 			RatioToTCP map[string]any      `json:"ratio_to_tcp"`
 			Mean       map[string]*float64 `json:"mean"`
 		} `json:"paths"`
-		Answer    string                    `json:"answer"`
-		Breakdown map[string]map[string]any `json:"breakdown"`
+		Answer      string                    `json:"answer"`
+		Breakdown   map[string]map[string]any `json:"breakdown"`
+		Interleaved *struct {
+			Paths map[string]struct {
+				Requests int `json:"requests"`
+				Blocks   int `json:"blocks"`
+			} `json:"paths"`
+		} `json:"interleaved"`
 	} `json:"workloads"`
 	Warnings []struct {
 		Kind    string `json:"kind"`

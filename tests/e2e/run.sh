@@ -41,6 +41,9 @@ for v in NGINX_PORT PROMETHEUS_PORT GRAFANA_PORT; do
   picked="$picked $p"; printf -v "$v" %s "$p"
 done
 SERVICES="app nginx nginx-lo nginx-log-exporter nginx-exporter prometheus node-exporter"
+# make load's interleaved stream at its shortest (10 blocks) wherever a scenario
+# runs make load for something else; the load scenario asks for its own.
+INTERLEAVE=10
 UDS_LAB_E2E=1
 set +a
 log "left out of this run (cannot be built on the test bed: README.md, \"Tests\"):"

@@ -1,0 +1,105 @@
+"""make load's interleaved stream: batch means chosen from the measured
+autocorrelation, the per-block pairing, and the answer a report gives from it
+(report/interleaved.py, through the report's own code)."""
+import random
+
+import pytest
+
+from report import interleaved, markdown
+from report.test_report import build, make_k6, server_table
+
+PATHS = ("tcp", "uds", "tcp-ka", "uds-ka", "tcp-lo", "tcp-lo-ka", "uds-lo", "uds-lo-ka")
+
+
+def ar1(n, phi, rng, sd=1.0):
+    """A series whose neighbours are correlated (phi), as the machine's state is."""
+    x, out = 0.0, []
+    for _ in range(n):
+        x = phi * x + rng.gauss(0, sd)
+        out.append(x)
+    return out
+
+
+def test_white_noise_is_judged_block_by_block():
+    rng = random.Random(1)
+    k, means, r, settled = interleaved.batch([rng.gauss(0, 1) for _ in range(60)])
+    assert (k, len(means), settled) == (1, 60, True) and abs(r) < 2 / 60 ** 0.5
+
+
+def test_correlated_blocks_are_batched_until_the_batches_are_not():
+    rng = random.Random(2)
+    k, means, r, settled = interleaved.batch(ar1(60, 0.9, rng))
+    assert k > 1 and len(means) == 60 // k >= interleaved.MIN_BATCHES
+    assert settled == (r <= 2 / len(means) ** 0.5)
+
+
+def test_too_few_blocks_give_no_interval():
+    assert interleaved.batch([1.0] * 9) is None
+    assert interleaved.block_diff({"a": [1.0] * 9, "b": [1.0] * 9}, "a", "b") is None
+
+
+def mixed_load(shift_ms=0.0, seconds=60, seed=3, phi=0.6, paths=PATHS, missing=()):
+    """A make load run with an interleaved phase whose blocks share the
+    machine's swing (a correlated series, the same for every path at an
+    instant) plus each path's own sampling noise; uds-lo is shift_ms faster."""
+    rng = random.Random(seed)
+    swing = [0.8 + 0.3 * abs(x) for x in ar1(seconds, phi, rng, 0.3)]
+    k6 = make_k6(paths=paths, rounds=2, rate=500, duration=5)
+    s = k6["settings"]
+    s.update({"interleave": seconds, "block": 1})
+    by_path = {}
+    for p in paths:
+        blocks = []
+        for b in range(seconds):
+            v = swing[b] * (1 + rng.gauss(0, 0.01)) - (shift_ms if p == "uds-lo" else 0)
+            blocks.append({"requests": 0 if (p, b) in missing else 62, "p50": None if (p, b) in missing else v})
+        by_path[p] = {"requests": 62 * seconds, "failed_rate": 0, "duration_ms": {"p50": 0.9, "p99": 2.0},
+                      "blocks": blocks}
+    mix = {"name": "ping__mix__r1", "workload": "ping", "path": "mix", "round": 1, "phase": "measure",
+           "endpoint": "/ping", "start_offset_s": 15, "duration_s": seconds, "paths": list(paths), "block_s": 1,
+           "requests": 500 * seconds, "failed_rate": 0, "dropped_iterations": 0,
+           "duration_ms": {"p50": 0.9, "p99": 2.0}, "by_path": by_path}
+    k6["phases"].insert(0, mix)
+    return k6
+
+
+def test_the_answer_pairs_the_paths_at_the_same_instant_and_says_how():
+    k6 = mixed_load(shift_ms=0.05)
+    rep = build(k6, server_table(k6))
+    wl = rep["workloads"]["ping"]
+    d = wl["breakdown"]["socket_new"]["figures"]["client_p50_ms"]
+    # 50 µs saved, found though the machine swings by far more than that between seconds.
+    assert d["lo"] > 0 and d["lo"] < 50 < d["hi"] and d["blocks"] == 60
+    assert d["method"] == interleaved.METHOD
+    ans = wl["answer"]
+    assert "the socket saved 50 µs" in ans and "batches of" in ans and "one interleaved stream (60 blocks of 1 s)" in ans
+    for t in ("socket_pooled", "socket_bridge_new", "socket_bridge_pooled"):
+        assert not wl["breakdown"][t]["figures"]["client_p50_ms"]["p_holm"] < 0.05, t
+    md = markdown.render_markdown(rep)
+    assert "At the same instant: every path in one arrival stream for 60 s" in md
+    assert "| uds-lo | 3720 | 62.0 |" in md
+    # The phases of one path at a time are the costs' only: the interleaved one is no path's phase.
+    assert all(p["path"] != "mix" for p in rep["phases"])
+
+
+def test_paths_that_do_not_differ_make_no_measurable_difference():
+    rep = build(mixed_load(shift_ms=0.0, seed=7))
+    ans = rep["workloads"]["ping"]["answer"]
+    assert "saved" not in ans and "cost " not in ans and "made no measurable difference" in ans
+
+
+def test_a_block_without_a_median_is_left_out_of_the_pairing():
+    k6 = mixed_load(missing={("uds-lo", 5), ("tcp-lo", 9)})
+    d = build(k6)["workloads"]["ping"]["breakdown"]["socket_new"]["figures"]["client_p50_ms"]
+    assert d["blocks"] == 58
+
+
+@pytest.mark.parametrize("held, dropped, kind", [(500, 0, None), (400, 0, "saturated"), (500, 400, "saturated")])
+def test_the_stream_not_held_is_warned(held, dropped, kind):
+    k6 = mixed_load()
+    mix = k6["phases"][0]
+    for v in mix["by_path"].values():
+        v["requests"] = held * mix["duration_s"] // len(PATHS)
+    mix["dropped_iterations"] = dropped
+    got = [w for w in build(k6)["warnings"] if "interleaved stream held" in w["message"]]
+    assert [w["kind"] for w in got] == ([kind] if kind else [])
