@@ -83,11 +83,12 @@ PHASES.forEach((ph) => {
   thresholds[`http_req_failed${sel}`] = ['rate>=0'];
   thresholds[`dropped_iterations${sel}`] = ['count>=0'];
   FAILING.forEach(([, tag]) => { thresholds[`http_reqs{scenario:${ph.name},${tag}}`] = ['count>=0']; });
-  if (mix && ph.round > 0) {
+  if (mix) {
     ph.paths.forEach((p) => {
       thresholds[`http_req_duration{scenario:${ph.name},path:${p}}`] = ['max>=0'];
       thresholds[`http_req_failed{scenario:${ph.name},path:${p}}`] = ['rate>=0'];
-      for (let b = 0; b < blocksOf(ph); b += 1) thresholds[`http_req_duration{scenario:${ph.name},path:${p},block:${b}}`] = ['max>=0'];
+      const blocks = ph.round > 0 ? blocksOf(ph) : 0;
+      for (let b = 0; b < blocks; b += 1) thresholds[`http_req_duration{scenario:${ph.name},path:${p},block:${b}}`] = ['max>=0'];
     });
   }
 });
@@ -163,15 +164,15 @@ export function handleSummary(data) {
   const perPhase = PHASES.map(({ url, urls, progress, ...ph }) => {
     const m = (name, more = '') => (data.metrics[`${name}{scenario:${ph.name}${more}}`] || {}).values || {};
     const d = m('http_req_duration');
-    // The interleaved phase: each path's figures over it and per block.
-    const mixed = ph.path === MIX && ph.round > 0 ? {
+    // The interleaved phase: each path's figures over it and, measured, per block.
+    const mixed = ph.path === MIX ? {
       by_path: Object.fromEntries(ph.paths.map((p) => {
         const all = m('http_req_duration', `,path:${p}`);
         return [p, {
           requests: all.count || 0,
           failed_rate: m('http_req_failed', `,path:${p}`).rate || 0,
           duration_ms: quantiles(all),
-          blocks: [...Array(blocksOf(ph)).keys()].map((b) => {
+          blocks: [...Array(ph.round > 0 ? blocksOf(ph) : 0).keys()].map((b) => {
             const v = m('http_req_duration', `,path:${p},block:${b}`);
             return { requests: v.count || 0, p50: v.count ? v.med : null };
           }),

@@ -140,7 +140,10 @@ def test_k6_interleaves_every_path_in_one_stream_and_writes_each_ones_blocks(k6,
         assert all(b["requests"] >= 18 and b["p50"] > 0 for b in v["blocks"]), v["blocks"]
     # The stream and then each path alone: the server saw every request by its path.
     alone = {p["path"]: p["requests"] for p in load["phases"] if p["path"] != "mix"}
-    warm = next(p for p in load["phases"] if p["name"] == "ping__mix__r0")["requests"]
+    warmup = next(p for p in load["phases"] if p["name"] == "ping__mix__r0")
+    warm = warmup["requests"]
+    assert sum(v["requests"] for v in warmup["by_path"].values()) == warm > 0  # by path, without blocks
+    assert all(v["blocks"] == [] for v in warmup["by_path"].values())
     assert sum(hits[f"/{p}/ping"] for p in alone) == total + warm + sum(alone.values())
 
 

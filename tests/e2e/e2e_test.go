@@ -452,6 +452,10 @@ func loggedPerPath(t *testing.T, prom, testid string) {
 			StartOffset float64 `json:"start_offset_s"`
 			Duration    float64 `json:"duration_s"`
 			Requests    float64 `json:"requests"`
+			// make load's interleaved stream: its requests by the path each went to.
+			ByPath map[string]struct {
+				Requests float64 `json:"requests"`
+			} `json:"by_path"`
 		} `json:"phases"`
 	}
 	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", testid, "load.json"))), &l); err != nil {
@@ -459,7 +463,13 @@ func loggedPerPath(t *testing.T, prom, testid string) {
 	}
 	sent, end := map[string]float64{}, 0.0
 	for _, p := range l.Phases {
-		sent[p.Path] += p.Requests
+		if p.ByPath != nil {
+			for path, v := range p.ByPath {
+				sent[path] += v.Requests
+			}
+		} else {
+			sent[p.Path] += p.Requests
+		}
 		end = max(end, p.StartOffset+p.Duration)
 	}
 	// The log is flushed within 1 s and scraped every 5: 8 s after the end
