@@ -137,7 +137,7 @@ def read_settings(env, catalogue):
         "rate": whole(env, "RATE", 500, 1),
         "connections": whole(env, "CONNECTIONS", 64, 1),
         "duration": whole(env, "DURATION", 5, 1),
-        "rounds": whole(env, "ROUNDS", 4, 1),
+        "rounds": whole(env, "ROUNDS", 4, 0),
         "warmup": whole(env, "WARMUP", 3, 0),
         "idle": whole(env, "IDLE", 10, 0),
         "seed": whole(env, "SEED", secrets.randbelow(2**31), 0),
@@ -163,6 +163,9 @@ def read_settings(env, catalogue):
     s["pairs"] = pair_units(s["paths"], catalogue)
     if s["mode"] == "rate":
         interleave_settings(env, s)
+    if s["rounds"] == 0 and not s.get("interleave"):
+        raise SettingError('ROUNDS="0": must be a whole number >= 1 (0 only for make load with INTERLEAVE: the '
+                           "interleaved stream alone, no costs per request)")
     if s["mode"] == "max":
         del s["rate"]  # a flat-out run has no rate
     if s["precision"] is None:

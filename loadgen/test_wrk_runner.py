@@ -135,12 +135,16 @@ def test_make_load_interleaves_every_path_then_runs_them_one_at_a_time():
         ("ping__mix__r0", 0, 3), ("ping__mix__r1", 4, 20)]
     assert phases[1]["paths"] == ["tcp", "uds"] and phases[1]["block_s"] == 2
     assert [p["round"] for p in phases[2:]] == [1, 1, 2, 2] and phases[2]["start_offset_s"] == 25
+    s = runplan.read_settings({"PATHS": "tcp,uds", "ROUNDS": "0", "IDLE": "0", "INTERLEAVE": "20"}, CATALOGUE)
+    assert [p["name"] for p in runplan.plan(s, runplan.routes(WORKLOADS, s))] == ["ping__mix__r0", "ping__mix__r1"]
 
 
 @pytest.mark.parametrize("env, message", [
     ({"INTERLEAVE": "5"}, "INTERLEAVE=5: must be a whole number of BLOCK=1 s blocks, at least 10 of them"),
     ({"INTERLEAVE": "25", "BLOCK": "2"}, "INTERLEAVE=25: must be a whole number of BLOCK=2 s blocks"),
     ({"BLOCK": "0"}, 'BLOCK="0": must be a whole number >= 1'),
+    ({"ROUNDS": "0", "INTERLEAVE": "0"}, 'ROUNDS="0": must be a whole number >= 1 \\(0 only for make load with'),
+    ({"ROUNDS": "0", "MODE": "max"}, 'ROUNDS="0": must be a whole number >= 1'),
 ])
 def test_bad_interleave_settings_are_named(env, message):
     with pytest.raises(runplan.SettingError, match=message):

@@ -162,7 +162,7 @@ def control_note(terms, figure="client_p50_ms", unit="µs", decimals=0):
     return out
 
 
-def answer(w, phases, settings, terms=None, unpooled=None):
+def answer(w, phases, settings, terms=None, unpooled=None, route=None):
     """The answer for one workload, in plain words: what the socket saved
     against TCP through the same nginx, with and without keepalive, with its
     interval; the controls beside it. terms: the workload's breakdown, if
@@ -170,7 +170,7 @@ def answer(w, phases, settings, terms=None, unpooled=None):
     if is_max(settings):
         return max_answer(w, phases, settings, unpooled)
     terms = terms if terms is not None else breakdown(phases, w)
-    route = next((p.get("endpoint") for p in phases if p["workload"] == w), None) or w
+    route = route or next((p.get("endpoint") for p in phases if p["workload"] == w), None) or w
     at = f"at {settings['rate']} req/s" if settings.get("rate") else "at a fixed rate"
 
     def phrase(t):

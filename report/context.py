@@ -115,7 +115,8 @@ def build_report(k6, compose, query, prometheus_url=None):
     for w, wl in workloads.items():
         wl["breakdown"] = breakdown(phases, w, figures_for(settings), interleaved.mixed_phase(k6, w))
         wl["not_pooled"] = not_pooled(phases, w, closer)
-        wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"])
+        mixed = interleaved.mixed_phase(k6, w)
+        wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"])
         if wl["not_pooled"]:
             words = pooled_words(wl["not_pooled"]).removeprefix("on the ")
             warnings.append(warning("not_pooled", f"`{w}`: the {words}: their comparisons are of new connections, "
