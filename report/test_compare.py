@@ -20,6 +20,20 @@ def rep(testid, p50_ms, cpu=None, not_pooled=None):
             "workloads": {"ping": {"not_pooled": not_pooled or {}}}}
 
 
+def test_the_interleaved_streams_judgment_is_taken_from_the_report():
+    """make load's answer pairs the paths second by second: compare takes the
+    report's figure, not the four rounds of costs, even with no round at all."""
+    go = rep("c-go", {"tcp-lo": [1.0, 1.1, 1.0], "uds-lo": [1.0, 1.0, 1.1]})
+    blocks = {"mean": 39.0, "lo": 35.0, "hi": 43.0, "p": 1e-9, "rounds": 60, "over": "blocks of 1 s", "blocks": 60,
+              "a_mean": 345.0, "resolution": None}
+    go["workloads"]["ping"]["breakdown"] = {"socket_new": {"figures": {"client_p50_ms": blocks}}}
+    g = compare.compare({"go": go})["stacks"]["go"]["workloads"]["ping"]["uds-lo/tcp-lo"]
+    assert g["p50_saved_us"] is blocks and g["verdict"] == "the socket saves"
+    go["phases"] = []
+    g = compare.compare({"go": go})["stacks"]["go"]["workloads"]["ping"]["uds-lo/tcp-lo"]
+    assert g["p50_saved_us"] is blocks and g["app_cpu_saved_us"] is None
+
+
 def test_saving_hidden_and_not_measurable():
     go = rep("c-go", {"tcp-lo": [1.0, 1.1, 1.0], "uds-lo": [0.7, 0.8, 0.7], "tcp": [1.3, 1.3, 1.2],
                       "uds": [0.7, 0.8, 0.7], "tcp-lo-ka": [0.6, 0.7, 0.6], "uds-lo-ka": [0.65, 0.6, 0.62]})
