@@ -380,7 +380,7 @@ def paths_dashboard():
         row("Inside nginx (access log; millisecond resolution)"),
         timeseries(
             "nginx upstream connect time per path (mean)",
-            "Time nginx took to open the upstream connection ($upstream_connect_time). On the keepalive paths a "
+            "Time nginx took to open the upstream connection (nginx's upstream_connect_time). On the keepalive paths a "
             "reused connection costs 0. nginx reports milliseconds, so sub-millisecond connects read as 0 and the "
             "mean only moves under load or queueing; the client and app panels have microsecond resolution.",
             [
@@ -394,7 +394,7 @@ def paths_dashboard():
         ),
         timeseries(
             "nginx upstream header time per path (mean)",
-            "From opening the upstream connection to the app's response headers ($upstream_header_time): connect + "
+            "From opening the upstream connection to the app's response headers (nginx's upstream_header_time): connect + "
             "send + the app's work. Millisecond resolution.",
             [
                 target(
@@ -516,7 +516,7 @@ def paths_dashboard():
         "TCP across the bridge, TCP over loopback and the Unix socket between nginx and the app, with and "
         "without upstream keepalive, and where the time goes.",
         panels,
-        [TESTID, PATH],
+        [TESTID, PATH, CORES],
         annotations=[PHASES, SWEEP_STEPS],
     )
 

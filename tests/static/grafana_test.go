@@ -141,11 +141,6 @@ func TestDashboards(t *testing.T) {
 	}
 }
 
-// GrafanaSamples gives Grafana's variables a value for parsing.
-var grafanaSamples = map[string]string{
-	"__rate_interval": "1m", "__interval": "15s", "__range": "15m", "testid": "x", "path": "tcp", "cores": "0|1",
-}
-
 // Every panel query parses with Prometheus's own PromQL parser, and every
 // cAdvisor metric it uses is one cAdvisor documents, in a metric group the
 // compose file enables (cAdvisor cannot run on the test bed).
@@ -156,8 +151,9 @@ func TestDashboardQueries(t *testing.T) {
 			enabled = "," + v + ","
 		}
 	}
+	samples := dashboardSamples(t)
 	for _, q := range lab.PanelQueries(t) {
-		names, err := lab.MetricNames(lab.Substitute(q.Expr, grafanaSamples))
+		names, err := lab.MetricNames(lab.Substitute(q.Expr, samples[q.Dashboard]))
 		if err != nil {
 			t.Errorf("%s: %s\n  %v", q, q.Expr, err)
 			continue
@@ -325,8 +321,9 @@ func walk(v any, fn func(key string, v any)) {
 // selected with job="app".
 func TestContractFindsAppMetrics(t *testing.T) {
 	total := 0
+	samples := dashboardSamples(t)
 	for _, q := range lab.PanelQueries(t) {
-		e, err := parser.ParseExpr(lab.Substitute(q.Expr, grafanaSamples))
+		e, err := parser.ParseExpr(lab.Substitute(q.Expr, samples[q.Dashboard]))
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
