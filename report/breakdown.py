@@ -4,7 +4,8 @@ differences), and the answer in plain words: the terms the catalogue marks
 `answer`, judged together (Holm), with the controls beside them."""
 from report import interleaved
 from report.lab import CATALOGUE, TERMS
-from report.stats import ALPHA, diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, significant
+from report.stats import (ALPHA, diff_stats, fmt_interval, has_interval, holm, judge, measurable, no_interval,
+                          ratio_stats, significant)
 from report.values import generator, is_max
 
 # The figures a term is given in: (key in METRICS, label, scale to the unit, unit).
@@ -126,8 +127,8 @@ def fmt_diff(d, unit="µs", share=True):
     if d is None:
         return "n/a"
     u = f" {unit}" if unit else ""
-    if d["rounds"] < 2:
-        return f"{d['mean']:,.1f}{u} (1 round: no interval, no verdict)"
+    if not has_interval(d):
+        return f"{d['mean']:,.1f}{u} ({no_interval(d)}: no interval, no verdict)"
     ci = fmt_interval(d, unit)
     if lost_to_holm(d):
         return f"no measurable difference once the answer's comparisons are judged together ({ci} alone)"
@@ -153,7 +154,7 @@ def control_note(terms, figure="client_p50_ms", unit="µs", decimals=0):
         d = terms[t["key"]]["figures"].get(figure)
         if d is None:
             continue
-        if d["rounds"] >= 2 and measurable(d):
+        if measurable(d):
             out.append(f"**the control failed**: {t['label'].removeprefix('control: ')} came out at {d['mean']:,.{decimals}f} {unit} "
                        f"({fmt_interval(d, unit, decimals)}): the two nginx differ, so the comparisons across "
                        "them (the bridge) carry that difference; the same-nginx pairs do not")
@@ -182,6 +183,9 @@ def answer(w, phases, settings, terms=None, unpooled=None, route=None):
         if d["rounds"] < 2:
             return (f"against {t['against']} ({pair}) differed by {d['mean']:,.0f} µs in its 1 round: "
                     "no interval, no verdict (ROUNDS >= 2 gives one)")
+        if not has_interval(d):
+            return (f"against {t['against']} ({pair}) differed by {d['mean']:,.0f} µs in each of its "
+                    f"{no_interval(d)}: no interval, no verdict")
         ci = fmt_interval(d, "µs", 0)
         if lost_to_holm(d):
             return (f"made no measurable difference against {t['against']} once the comparisons are judged "

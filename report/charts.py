@@ -50,7 +50,8 @@ def write_breakdown_chart(plt, w, wl, out_dir):
         ys = list(range(len(bars)))[::-1]
         for y, (_, m, lo, hi, ok) in zip(ys, bars):
             ax.barh(y, m, color="#5794F2" if ok else "#C8C8C8", hatch=None if ok else "//", edgecolor="white")
-            ax.errorbar(m, y, xerr=[[m - lo], [hi - m]], color="black", capsize=4)
+            if lo is not None:  # rounds that do not spread have no interval to draw
+                ax.errorbar(m, y, xerr=[[m - lo], [hi - m]], color="black", capsize=4)
         ax.axvline(0, color="black", linewidth=0.8)
         ax.set_yticks(ys, [b[0] for b in bars] if i == 0 else [""] * len(bars), fontsize=8)
         ax.set_title(label)

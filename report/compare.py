@@ -17,7 +17,7 @@ from pathlib import Path
 
 from report.breakdown import by_round
 from report.lab import TERMS
-from report.stats import diff_stats, fmt_interval, measurable
+from report.stats import diff_stats, fmt_interval, has_interval, measurable, no_interval
 from report.values import div
 
 # (socket path, TCP path, connection handling, what the TCP path is, term):
@@ -33,8 +33,8 @@ def verdict(d):
     """One pair's saving in words: saves, costs, hidden, no measurable difference."""
     if d is None:
         return "not measured"
-    if d["rounds"] < 2:
-        return "1 round: no interval"
+    if not has_interval(d):
+        return f"{no_interval(d)}: no interval"
     if not measurable(d):
         return "no measurable difference"
     share = div(d["mean"], d["a_mean"])
@@ -93,8 +93,8 @@ def cell(g, why="not measured"):
     d, v = g["p50_saved_us"], g["verdict"]
     if d is None:
         return v
-    if d["rounds"] < 2:
-        return f"1 round: {d['mean']:,.0f} µs, no interval"
+    if not has_interval(d):
+        return f"{no_interval(d)}: {d['mean']:,.0f} µs, no interval"
     rng = fmt_interval(d, "µs", 0)
     if v == "no measurable difference":
         return f"{v} ({rng})"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from report.breakdown import by_round as paths_by_round, lost_to_holm
 from report.lab import CATALOGUE, TERMS
-from report.stats import diff_stats, fmt_interval, holm, judge, ratio_stats, significant
+from report.stats import diff_stats, fmt_interval, has_interval, holm, judge, ratio_stats, significant
 from report.values import ReportError
 
 FLOOR = CATALOGUE["floor"]
@@ -173,14 +173,14 @@ def through_nginx(term, wl, rounds, settings):
         return "not measured in this run"
     if settings.get("mode") == "max":
         r = ratio_stats(rounds[fast].get("rps", {}), rounds[slow].get("rps", {}))
-        if not r or r["rounds"] < 2:
-            return "n/a (fewer than 2 rounds)"
+        if not r or not has_interval(r):
+            return "n/a (fewer than 2 rounds, or rounds all equal)"
         across = " (across two nginx, uncorrected)" if term.get("less") else ""
         verdict = "" if significant(r) else ": no measurable difference"
         return f"`{fast}` carried {r['mean']:.2f}x the requests/s of `{slow}`{across} ({fmt_interval(r, times=True)}{verdict})"
     d = ((wl.get("breakdown") or {}).get(term["key"]) or {}).get("figures", {}).get("client_p50_ms")
-    if not d or d["rounds"] < 2:
-        return "n/a (fewer than 2 rounds, or a path missing)"
+    if not d or not has_interval(d):
+        return "n/a (fewer than 2 rounds, rounds all equal, or a path missing)"
     verdict = "" if significant(d) else ": no measurable difference"
     return f"{term['label']}: {d['mean']:,.0f} µs on the client's median ({fmt_interval(d, 'µs', 0)}{verdict})"
 

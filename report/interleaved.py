@@ -60,8 +60,8 @@ def hac_lag(n):
 
 def hac_interval(xs):
     """(mean, low, high, p, lag) of a series' mean at CONFIDENCE, its standard
-    error Newey-West's; None under MIN_BLOCKS values. No spread: the interval
-    is the mean itself and p says whether it is 0."""
+    error Newey-West's; None under MIN_BLOCKS values. No spread: no interval
+    (low, high and p None)."""
     n = len(xs)
     if n < MIN_BLOCKS:
         return None
@@ -70,8 +70,8 @@ def hac_interval(xs):
     d = [x - m for x in xs]
     gamma = [sum(d[i] * d[i + j] for i in range(n - j)) / n for j in range(lag + 1)]
     var = gamma[0] + 2 * sum((1 - j / (lag + 1)) * gamma[j] for j in range(1, lag + 1))
-    if var <= 1e-18 * max(1.0, m * m):
-        return m, m, m, (1.0 if m == 0 else 0.0), lag
+    if var <= 1e-18 * max(1.0, m * m):  # no spread: no interval (as report/stats.py's t_interval)
+        return m, None, None, None, lag
     se = math.sqrt(var / n)
     q = sps.t.ppf(1 - ALPHA / 2, n - 1)
     return m, m - q * se, m + q * se, float(2 * sps.t.sf(abs(m) / se, n - 1)), lag

@@ -1,7 +1,7 @@
 """report.md (pure rendering)."""
 from report.breakdown import fmt_diff, figures_for
 from report.direct import lines as direct_lines
-from report.stats import CONFIDENCE
+from report.stats import CONFIDENCE, has_interval, no_interval
 from report.values import CORE_MODES, METRICS, generator, headline, is_max, number
 from report.warnings import MAX_DROPPED_SHARE, MAX_K6_CPU_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, SAME_CEILING
 
@@ -25,9 +25,10 @@ def fmt_bytes(v):
 def fmt_ratio(r):
     if r is None:
         return "n/a"
-    if r["rounds"] < 2:
-        return f"{r['mean']:.2f}x (1 round)"
-    return f"{r['mean']:.2f}x ({r['lo']:.2f}-{r['hi']:.2f})"
+    if not has_interval(r):
+        return f"{r['mean']:.2f}x ({no_interval(r)})"
+    left = f"; {r['dropped']} round{'s' if r['dropped'] > 1 else ''} left out" if r.get("dropped") else ""
+    return f"{r['mean']:.2f}x ({r['lo']:.2f}-{r['hi']:.2f}{left})"
 
 
 def errors_cell(entry, gen="k6"):

@@ -386,14 +386,21 @@ def server_figures_from(raw, window, phase, idle_rate=None):
 def resolution(raw, requests=None):
     """Per figure read from a coarse counter, the smallest step it can show
     in this phase: the app's CPU per request from clock ticks (where the app
-    has no finer counter), one tick over its requests; the cores' time by mode
-    (/proc/stat, in ticks too), one tick over the generator's requests."""
+    has no finer counter), one tick over its requests. The cores' time by
+    mode (node-exporter, from /proc/stat) is not a sum of measured times but a
+    count of ticks at each of which the core was found in a mode: a mode
+    counted k ticks is uncertain by about sqrt(k) ticks (binomial sampling;
+    in USER_HZ ticks, so an upper bound where the kernel ticks faster), and
+    that, at least one tick, over the generator's requests is its resolution."""
     n = raw.get("app_requests")
     coarse = raw.get("app_cpu_fine_s") is None and raw.get("app_cpu_s") is not None
     out = {"app_cpu_us_per_req": CPU_TICK_S * 1e6 / n} if n and coarse else {}
     if requests:
-        out.update({f"core_{m}_us_per_req": CPU_TICK_S * 1e6 / requests for m in CORE_MODES
-                    if raw.get(f"core_{m}_s") is not None})
+        for m in CORE_MODES:
+            s = raw.get(f"core_{m}_s")
+            if s is not None:
+                ticks = max(1.0, math.sqrt(max(s, 0.0) / CPU_TICK_S))
+                out[f"core_{m}_us_per_req"] = ticks * CPU_TICK_S * 1e6 / requests
     return out
 
 

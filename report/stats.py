@@ -22,13 +22,13 @@ METHOD = "paired t-interval over rounds"
 
 def t_interval(values):
     """(mean, low, high, p) of a sample, the interval at CONFIDENCE and the
-    two-sided p-value against 0; low, high and p are None under 2 values."""
+    two-sided p-value against 0; low, high and p are None under 2 values and
+    where the values do not spread (identical rounds: t is undefined, and
+    two equal rounds say nothing of how far a third would fall)."""
     n = len(values)
     m = sum(values) / n
-    if n < 2:
+    if n < 2 or max(values) - min(values) <= 1e-9 * max(1.0, abs(m)):
         return m, None, None, None
-    if max(values) - min(values) <= 1e-9 * max(1.0, abs(m)):  # no spread (but rounding): t is undefined
-        return m, m, m, (1.0 if m == 0 else 0.0)
     res = sps.ttest_1samp(values, 0.0)
     ci = res.confidence_interval(CONFIDENCE)
     return m, float(ci.low), float(ci.high), float(res.pvalue)
@@ -44,6 +44,8 @@ def diff_stats(a_by_round, b_by_round, scale=1.0, resolution=None, less=None):
     rounds = sorted(r for r in a_by_round if all(s.get(r) is not None for s in sources))
     if not rounds:
         return None
+    # Rounds some path has but the pairing cannot use (a value missing): counted, and said with the interval.
+    dropped = len({r for s in sources for r in s} - set(rounds))
     per_round = {}
     for r in rounds:
         v = a_by_round[r] - b_by_round[r]
@@ -56,6 +58,7 @@ def diff_stats(a_by_round, b_by_round, scale=1.0, resolution=None, less=None):
     return {"mean": m, "lo": lo, "hi": hi, "p": p, "min": min(vs), "max": max(vs), "rounds": len(vs),
             "a_mean": a_mean, "b_mean": mean([scale * b_by_round[r] for r in rounds]),
             "relative": div(m, a_mean), "resolution": resolution, "method": METHOD,
+            "dropped": dropped, "dropped_why": "a value missing",
             "per_round": {str(r): v for r, v in per_round.items()}}
 
 
@@ -69,33 +72,45 @@ def ratio_stats(path_by_round, base_by_round):
             per_round[r] = ratio
     if not per_round:
         return None
+    # A ratio of 0 or below has no logarithm (the host's switches above idle can
+    # come out below 0): such rounds are left out, counted and said.
+    dropped = len(set(path_by_round) | set(base_by_round)) - len(per_round)
     vs = list(per_round.values())
     m, lo, hi, p = t_interval([math.log(v) for v in vs])
     return {"mean": math.exp(m), "lo": None if lo is None else math.exp(lo), "hi": None if hi is None else math.exp(hi),
             "p": p, "min": min(vs), "max": max(vs), "rounds": len(vs), "method": METHOD + ", log scale",
+            "dropped": dropped, "dropped_why": "a value missing, or a ratio of 0 or below",
             "per_round": {str(r): v for r, v in per_round.items()}}
+
+
+def has_interval(d):
+    """Whether d has an interval at all (two or more values that spread)."""
+    return d["rounds"] >= 2 and d.get("lo") is not None
 
 
 def significant(d):
     """Whether d's interval excludes no difference (after Holm's correction
     where holm() gave it one)."""
     p = d.get("p_holm", d.get("p"))
-    return d["rounds"] >= 2 and p is not None and p < ALPHA
+    return has_interval(d) and p is not None and p < ALPHA
 
 
 def measurable(d):
-    """A difference worth a number: significant, and at least the resolution
-    of the counter it was read from."""
+    """A difference worth a number: significant, and larger than the
+    resolution of the counter it was read from (one step of a counter is
+    quantisation, not a measurement). Either sign alike: the socket costing
+    more is judged as the socket saving."""
     if d is None or not significant(d):
         return False
-    return d.get("resolution") is None or abs(d["mean"]) >= d["resolution"]
+    return d.get("resolution") is None or abs(d["mean"]) > d["resolution"]
 
 
 def judge(ratio):
-    """What a ratio allows one to say: clear | straddles | single | none."""
+    """What a ratio allows one to say: clear | straddles | single (no
+    interval: one round, or rounds that do not spread) | none."""
     if ratio is None:
         return "none"
-    if ratio["rounds"] < 2:
+    if not has_interval(ratio):
         return "single"
     return "clear" if significant(ratio) else "straddles"
 
@@ -111,11 +126,21 @@ def holm(items):
     return items
 
 
-def fmt_interval(d, unit="", decimals=1, times=False):
-    """ "95% CI lo to hi unit, n rounds" (ratios: "lo-hix"), or why there is none."""
+def no_interval(d):
+    """Why d has no interval, in words ("1 round", "3 rounds, all equal")."""
     if d["rounds"] < 2:
-        return "1 round: no interval"
+        return "1 round"
+    return f"{d['rounds']} {d.get('over', 'rounds')}, all equal"
+
+
+def fmt_interval(d, unit="", decimals=1, times=False):
+    """ "95% CI lo to hi unit, n rounds" (ratios: "lo-hix"), or why there is
+    none; rounds left out of the pairing are counted."""
+    if not has_interval(d):
+        return f"{no_interval(d)}: no interval"
     n = f"{d['rounds']} {d.get('over', 'rounds')}"
+    if d.get("dropped"):
+        n += f"; {d['dropped']} left out: {d['dropped_why']}"
     if times:
         return f"95% CI {d['lo']:.2f}-{d['hi']:.2f}x, {n}"
     u = f" {unit}" if unit else ""
@@ -128,7 +153,7 @@ def verdict(path, ratio):
     if status == "none":
         return "n/a"
     if status == "single":
-        return f"{path} {ratio['mean']:.2f}x {BASELINE} (1 round: no interval, no verdict)"
+        return f"{path} {ratio['mean']:.2f}x {BASELINE} ({no_interval(ratio)}: no interval, no verdict)"
     if status == "straddles":
         return f"no measurable difference from {BASELINE} ({fmt_interval(ratio, times=True)})"
     return f"{path} {ratio['mean']:.2f}x {BASELINE} ({fmt_interval(ratio, times=True)})"

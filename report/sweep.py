@@ -231,7 +231,7 @@ def fmt_ms(d, decimals=2):
     if d is None:
         return "n/a"
     if d["lo"] is None:
-        return f"{d['mean']:,.{decimals}f} (1 round)"
+        return f"{d['mean']:,.{decimals}f} ({'1 round' if d['rounds'] < 2 else 'no spread'})"
     return f"{d['mean']:,.{decimals}f} ({d['lo']:,.{decimals}f} to {d['hi']:,.{decimals}f})"
 
 
@@ -255,7 +255,7 @@ def saving_words(x):
     if lost_to_holm(d):
         return (f"`{uds}` against `{tcp}` ({words}): no measurable difference once the pairs are judged together "
                 f"({fmt_interval(d, 'µs', 0)} alone)")
-    if d["rounds"] < 2 or not measurable(d):
+    if not measurable(d):
         return f"`{uds}` against `{tcp}` ({words}): no measurable difference ({fmt_interval(d, 'µs', 0)})"
     verb = "saved" if d["mean"] > 0 else "cost"
     return (f"`{uds}` against `{tcp}` ({words}) {verb} {abs(d['mean']):,.0f} µs "

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from report.breakdown import breakdown
-from report.stats import diff_stats, judge, measurable, ratio_stats
+from report.breakdown import breakdown, fmt_diff
+from report.interleaved import block_diff
+from report.stats import diff_stats, fmt_interval, judge, measurable, ratio_stats, significant, verdict
 
 RUNS = 1000
 AA_RUNS = 2000
@@ -89,10 +90,41 @@ def test_a_difference_in_differences_cancels_the_nginx_instances():
     assert c["lo"] <= 40 <= c["hi"]
 
 
-def test_a_difference_below_the_counters_resolution_is_not_a_number():
+def test_rounds_that_do_not_spread_give_no_interval():
     """The app's CPU per request moves in clock ticks: -40 µs in every round
-    is one tick, quantisation, not a measurement."""
+    is one tick, quantisation; and two or more equal rounds have no spread, so
+    no interval (the old rule gave them p = 0: measurable)."""
     a = {r: 120.0 for r in range(1, 13)}
     b = {r: 160.0 for r in range(1, 13)}
-    assert measurable(diff_stats(a, b))
-    assert not measurable(diff_stats(a, b, resolution=40.0001))
+    d = diff_stats(a, b)
+    assert d["lo"] is None and d["p"] is None and not measurable(d)
+    assert fmt_interval(d) == "12 rounds, all equal: no interval"
+    assert fmt_diff(d).endswith("(12 rounds, all equal: no interval, no verdict)")
+    r = ratio_stats({1: 2.0, 2: 2.0}, {1: 1.0, 2: 1.0})
+    assert judge(r) == "single" and "no interval" in verdict("uds", r)
+    flat = block_diff({"a": [0.5] * 20, "b": [0.4] * 20}, "a", "b")
+    assert flat["lo"] is None and not measurable(flat)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_a_difference_must_exceed_its_resolution_whichever_way_it_points(sign):
+    """Exactly one step of the counter is not a measurement (strict), and a
+    difference where the socket costs more is judged as one where it saves."""
+    a = {r: 0.0 for r in range(1, 13)}
+    b = {r: sign * (40.0 + (1 if r % 2 else -1)) for r in range(1, 13)}  # mean exactly 40, spread 1
+    d = diff_stats(b, a, resolution=40.0)
+    assert d["mean"] == pytest.approx(sign * 40.0) and significant(d)
+    assert not measurable(d)
+    assert measurable(diff_stats(b, a, resolution=39.0))
+    assert not measurable(diff_stats(b, a, resolution=41.0))
+
+
+def test_rounds_left_out_are_counted_and_said():
+    """A round some path lacks, or a ratio of 0 or below (the host's switches
+    above idle can be negative), is left out of the pairing: counted, and the
+    interval says so."""
+    r = ratio_stats({1: 1.0, 2: 1.1, 3: -0.2, 4: 1.05}, {1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0})
+    assert r["rounds"] == 3 and r["dropped"] == 1
+    assert "3 rounds; 1 left out: a value missing, or a ratio of 0 or below" in fmt_interval(r, times=True)
+    d = diff_stats({1: 1.0, 2: 1.2, 3: 1.1}, {1: 0.5, 2: 0.6, 3: None})
+    assert d["rounds"] == 2 and d["dropped"] == 1 and "1 left out: a value missing" in fmt_interval(d)

@@ -86,16 +86,17 @@ def test_the_newest_floor_run_is_set_beside_a_run_of_the_paths(tmp_path):
     for r in range(1, 5):
         for path, p50 in (("tcp-lo", 0.60), ("uds-lo", 0.50), ("tcp", 0.70), ("uds", 0.52)):
             phases.append({"workload": "ping", "path": path, "round": r,
-                           "figures": {"client_p50_ms": p50 + 0.001 * r * (path == "tcp"), "rps": 1 / p50}})
+                           "figures": {"client_p50_ms": p50 + 0.001 * r * (path in ("tcp", "tcp-lo")),
+                                                         "rps": 1 / p50 + 0.01 * r * (path in ("uds-lo", "tcp"))}})
     wl = {"ping": {"breakdown": breakdown(phases, "ping")}, "sleep": {}}
     lines = floor.beside_paths(floor.build(f), wl, phases, {"mode": "rate"})
     assert lines[0].startswith("From floor run `new` (6 rounds)")
     socket = next(x for x in lines if "`ping` (100 B), the socket against TCP over loopback" in x)
     assert "alone, round trip 1.50x" in socket and "new connection 1.50x" in socket
     assert socket.endswith("through nginx, TCP over loopback against the socket, new connections (both through "
-                           "nginx-lo): 100 µs on the client's median (95% CI 100 to 100 µs, 4 rounds)")
+                           "nginx-lo): 102 µs on the client's median (95% CI 100 to 105 µs, 4 rounds)")
     assert any("`sleep`: catalogue.json gives this workload no floor size" in x for x in lines)
     flat = floor.beside_paths(floor.build(f), wl, phases, {"mode": "max"})
-    assert any("`uds-lo` carried 1.20x the requests/s of `tcp-lo`" in x for x in flat)
+    assert any("`uds-lo` carried 1.21x the requests/s of `tcp-lo`" in x for x in flat)
     assert any("across two nginx, uncorrected" in x for x in flat)
     assert floor.beside_paths(None, wl, phases, {})[0].startswith("No `make floor` run in results/")

@@ -47,8 +47,8 @@ def test_correlated_seconds_widen_the_interval():
     assert coverage(0.5) > 0.85
 
 
-def test_no_spread_gives_the_mean_and_too_few_blocks_no_interval():
-    assert interleaved.hac_interval([2.0] * 12)[:4] == (2.0, 2.0, 2.0, 0.0)
+def test_no_spread_and_too_few_blocks_give_no_interval():
+    assert interleaved.hac_interval([2.0] * 12)[:4] == (2.0, None, None, None)
     assert interleaved.hac_interval([1.0] * 9) is None
     assert interleaved.block_diff({"a": [1.0] * 9, "b": [1.0] * 9}, "a", "b") is None
 

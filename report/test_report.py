@@ -362,8 +362,8 @@ def test_spread_straddling_one():
     spread = [w for w in rep["warnings"] if w["kind"] == "spread"]
     assert len(spread) == 1 and spread[0]["path"] == "uds"
     assert "client p50: no measurable difference from tcp" in spread[0]["message"]
-    # Identical every round: a ratio of exactly 1.0 is no difference either.
-    assert "client p99: no measurable difference from tcp (95% CI 1.00-1.00x, 3 rounds includes 1)" in spread[0]["message"]
+    # Identical every round: no spread, so no interval and no verdict (not a ratio of exactly 1.0 called known).
+    assert "client p99: 3 rounds, all equal: no interval" in spread[0]["message"]
 
 
 def test_single_round():
@@ -487,7 +487,7 @@ def test_markdown_has_machine_block_and_tables():
     assert ("| path | req/s ratio | p50 ratio (95% CI) | p99 ratio | app CPU ratio | app ctx switches ratio | "
             "nginx CPU ratio | host ctx switches ratio |") in md
     assert "Idle baseline: the host made 100 context switches/s with no requests (10 s before the first phase" in md
-    assert "| uds | 1.00x (1.00-1.00) |" in md
+    assert "| uds | 1.00x (3 rounds, all equal) |" in md
     assert "1 ms resolution" in md
     assert "this machine" in md
     assert "## Warnings" in md
@@ -954,7 +954,7 @@ def test_context_switches_describe_the_path_not_the_hosts_background():
     term = rep["workloads"]["ping"]["breakdown"]["tcp_connect"]["figures"]["app_ctx_switches_per_req"]
     assert term["mean"] == pytest.approx(0.5)
     assert "| app context switches per request | nginx CPU per request (µs) |" in md
-    assert "| 0.5 (95% CI 0.5 to 0.5, 3 rounds, 25% of the first) |" in md
+    assert "| 0.5 (3 rounds, all equal: no interval, no verdict) |" in md
 
 
 TOO_FEW = "the idle phase (10 s) held 1 node-exporter sample(s), two are needed: set IDLE >= 10"
@@ -1101,7 +1101,9 @@ def test_the_cores_time_by_mode_per_request_with_its_resolution():
     assert ph["figures"]["core_user_us_per_req"] == pytest.approx(50)
     assert ph["figures"]["core_softirq_us_per_req"] == pytest.approx(20)
     assert ph["figures"]["core_irq_us_per_req"] is None and "core_irq_us_per_req" in ph["missing"]
-    assert ph["resolution"]["core_system_us_per_req"] == pytest.approx(10)  # one 10 ms tick over 1000 requests
+    # 0.03 s is 3 ticks of 10 ms, each a sample: uncertain by sqrt(3) ticks, over 1000 requests.
+    assert ph["resolution"]["core_system_us_per_req"] == pytest.approx(10 * 3 ** 0.5)
+    assert ph["resolution"]["core_user_us_per_req"] == pytest.approx(10 * 5 ** 0.5)
     md = markdown.render_markdown(rep)
     assert "The server cores' time by mode (cores 0,1:" in md
     assert "| tcp-lo | 50.0 | 30.0 | 20.0 | n/a" in md
@@ -1269,3 +1271,21 @@ def test_the_report_says_whether_loopback_was_tracked():
     rep = build(k6, compose=off)
     assert rep["compose"]["lo_notrack"] == "1"
     assert "not tracked (APP_LO_NOTRACK=1" in markdown.render_markdown(rep)
+
+
+def test_a_ratio_left_out_for_a_negative_round_is_said_in_its_cell():
+    """The host's switches above idle came out below 0 in one round of uds:
+    that round has no ratio, and the cell says one was left out."""
+    k6 = make_k6(paths=("tcp", "uds"), rounds=3)
+    host = host_switches(k6, by_phase(k6, lambda path, r: 500 if (path, r) == ("uds", 2) else 4000 + 37 * r * (path == "uds")))
+    rep = build(k6, server_table(k6, {"node_context_switches_total": host}))
+    r = rep["workloads"]["ping"]["paths"]["uds"]["ratio_to_tcp"]["host_ctx_switches_per_req"]
+    assert r["rounds"] == 2 and r["dropped"] == 1
+    assert "; 1 round left out)" in markdown.render_markdown(rep)
+
+
+def test_the_socket_costing_more_is_said_as_a_cost():
+    """A negative saving (the socket slower) is judged as a positive one and worded as a cost."""
+    p50 = {**EIGHT, "uds-lo": [0.85, 0.905, 0.87]}  # 50, 55, 50 µs slower than tcp-lo
+    text = build(p50_run(p50))["workloads"]["ping"]["answer"]
+    assert "the socket cost 52 µs (6% of tcp-lo's median) against TCP over loopback" in text

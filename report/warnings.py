@@ -1,7 +1,7 @@
 """The report's warnings (pure), each threshold stated in its "How to read this"."""
 from report.lab import BASELINE
 from report.queries import NO_NGINX, UNPINNED
-from report.stats import fmt_interval, judge
+from report.stats import fmt_interval, judge, no_interval
 from report.values import METRICS, generator, headline, is_max
 
 # Warning thresholds (each stated in the report's "How to read this").
@@ -135,7 +135,7 @@ def ratio_warnings(workloads, settings):
                     bad.append(f"{label}: no measurable difference from {BASELINE} ({fmt_interval(r, times=True)} "
                                "includes 1)")
                 elif status == "single":
-                    bad.append(f"{label}: only 1 round usable, no interval")
+                    bad.append(f"{label}: {no_interval(r)}: no interval")
             if bad:
                 out.append(warning("spread", "; ".join(bad), e["phases"] + tcp_phases, w, path))
     return out
