@@ -17,7 +17,7 @@ MAKE=${MAKE:-make}
 TESTID=${TESTID:-compare-$(date +%Y%m%d-%H%M%S)}
 
 fail() { echo "make compare: $*" >&2; exit 2; }
-log() { printf '[compare %(%H:%M:%S)T] %s\n' -1 "$*"; }
+log() { printf '[compare %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 
 [[ $TESTID =~ ^[A-Za-z0-9_.-]+$ ]] || fail "TESTID=$TESTID: use letters, digits, . _ -"
 # go is the lab's app; every other stack is a folder of stacks/ with its lab.env.
@@ -51,15 +51,17 @@ runs=""
 trap 'log "back to the lab'"'"'s app"; $MAKE -s up >/dev/null || true' EXIT
 for s in "${stacks[@]}"; do
   lines=$(settings "$s") || exit 2
-  mapfile -t set <<<"$lines"
-  [ -n "$lines" ] || set=()
-  log "$s: make up ${set[*]}"
+  # One setting a word (bash 3.2, macOS's, has no mapfile); none for go. An
+  # empty array is expanded as ${set[@]+...}: bash before 4.4 calls it unset.
+  set=()
+  [ -z "$lines" ] || while IFS= read -r line; do set+=("$line"); done <<<"$lines"
+  log "$s: make up ${set[*]:-}"
   # compose's progress goes to a log; its tail is shown if the start fails.
   mkdir -p "results/$TESTID"
-  $MAKE -s up "${set[@]}" >"results/$TESTID/up-$s.log" 2>&1 || { tail -20 "results/$TESTID/up-$s.log" >&2; exit 1; }
+  $MAKE -s up ${set[@]+"${set[@]}"} >"results/$TESTID/up-$s.log" 2>&1 || { tail -20 "results/$TESTID/up-$s.log" >&2; exit 1; }
   # The same settings: compose must not see nginx or the app as changed.
-  $MAKE -s load TESTID="$TESTID-$s" "${set[@]}"
-  $MAKE -s report RUN="$TESTID-$s" "${set[@]}"
+  $MAKE -s load TESTID="$TESTID-$s" ${set[@]+"${set[@]}"}
+  $MAKE -s report RUN="$TESTID-$s" ${set[@]+"${set[@]}"}
   runs="${runs:+$runs,}$s=$TESTID-$s"
 done
 "${COMPOSE[@]}" --profile report run --rm --user "$(id -u):$(id -g)" --entrypoint python3 report \

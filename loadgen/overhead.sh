@@ -37,7 +37,7 @@ fail() { echo "make overhead: $*" >&2; exit 2; }
 LOG=results/$TESTID/setup.log
 # quietly CMD...: compose's progress goes to setup.log; its tail is shown on failure.
 quietly() { "$@" >>"$LOG" 2>&1 || { tail -20 "$LOG" >&2; return 1; }; }
-log() { printf '[overhead %(%H:%M:%S)T] %s\n' -1 "$*"; }
+log() { printf '[overhead %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 
 [[ $ROUNDS =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 3 ] || fail "OVERHEAD_ROUNDS=$ROUNDS: must be a whole number >= 3 (a spread needs rounds)"
 [[ $SETTLE =~ ^[0-9]+$ ]] || fail "OVERHEAD_SETTLE=$SETTLE: must be a whole number of seconds"

@@ -18,7 +18,7 @@ CACHE=${UDS_LAB_CACHE:-$HOME/.cache/uds-lab}
 BIN=$CACHE/bin
 mkdir -p "$BIN"
 
-log() { printf '[deps %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+log() { printf '[deps %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 apt_install() { # apt_install CMD PACKAGE...: installs PACKAGEs unless CMD is already there
   local cmd=$1; shift
