@@ -8,9 +8,13 @@ the step's rate) and calls this between steps, in the report's image:
 It merges the step just run (load-s<N>.json) into load.json, judges each of
 its paths, and prints one line per path, then `next <step> <paths>` or
 `done`. A path fails a step when more than MAX_ERRORS of its requests failed
-or it held less than MIN_HELD of the rate (as the mean over the step's
-rounds); it leaves the sweep once it has failed the plan's
-stop_after_failures steps, so a sweep past every limit stays bounded.
+(the 95% Clopper-Pearson interval of the step's failed share wholly above
+it) or it held less than MIN_HELD of the rate (the 95% t-interval of its
+requests/s over the step's rounds wholly below it); with no interval (one
+round, or rounds all equal) the point figure is held to the same threshold,
+and the verdict says it is a threshold on one run. A path leaves the sweep
+once it has failed the plan's stop_after_failures steps, so a sweep past
+every limit stays bounded.
 
 `make report` on a sweep run writes its report from load.json (k6's own
 statistics) and, where Prometheus answers, each phase's server figures as a
@@ -21,21 +25,31 @@ the socket saved at each rate through the same nginx (paired rounds, as the
 answer of make load), each path's knee and how it failed past it, and a chart
 of latency against achieved load. A step whose generator used 90% or more of
 its CPU limit is k6's, not the path's: said, and left out of the knee."""
+import math
 import sys
 from pathlib import Path
+from statistics import NormalDist
+
+from scipy import stats as sps
 
 from report.breakdown import HANDLING, lost_to_holm
 from report.lab import PATH_COLOURS, TERMS
 from report.precision import between_batches, merge
-from report.stats import diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, t_interval
+from report.stats import ALPHA, CONFIDENCE, diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, t_interval
 from report.warnings import MAX_K6_CPU_SHARE, MIN_RATE_SHARE, warning
 
 MAX_ERRORS = 0.01  # a step fails past this share of failed requests
 MIN_HELD = MIN_RATE_SHARE  # ... or below this share of its rate achieved, as make load's saturated warning
-# The knee: the highest rate a path held while its p99 stayed within this many
-# times its p99 at the sweep's first (lowest) rate. Its tail there, not its
-# median: on a small VM the p99 is already 10-20x the median at a low rate.
+# The knee: the last rate a path held, rising, before the first step it failed
+# or its p99 passed this many times its p99 at the lowest step. Its tail, not
+# its median: on a small VM the p99 is already 10-20x the median at a low
+# rate. Each p99 is of the step's requests pooled over its rounds (about
+# 7,500 at 500 req/s), not a mean of its phases' p99s (one 5 s phase's p99
+# moves by tens of percent).
 KNEE_FACTOR = 10
+# Each phase's durations as load.json has them: (key, the share of requests at or under it).
+QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99), ("p999", 0.999), ("max", 1.0))
+NORMAL = NormalDist()  # the standard normal, in the standard library: called thousands of times a step
 # What k6 counted of a failing step (load.js's FAILING), in words; "0" (no
 # response) counts the kinds after it, and any other network error.
 STATUS_WORDS = {"502": "502 (nginx could not reach the app)", "503": "503", "504": "504 (the app timed out)",
@@ -60,6 +74,80 @@ def interval(values):
     return {"mean": m, "lo": lo, "hi": hi, "rounds": len(vs)}
 
 
+def phase_cdf(d, x):
+    """The share of a phase's requests at or under x ms, from the quantiles
+    load.json keeps: between two of them, the normal quantile of the share
+    linear in log x (exact for a lognormal tail, which latency has more
+    nearly than a straight line); past p99.9, linear up to the maximum."""
+    pts = [(d[k], q) for k, q in QUANTILES if d.get(k) and q < 1]
+    top = d.get("max") or pts[-1][0]
+    if x <= 0 or not pts:
+        return 0.0
+    if x >= top:
+        return 1.0
+    if x >= pts[-1][0]:
+        x0, q0 = pts[-1]
+        return q0 + (1 - q0) * (x - x0) / (top - x0) if top > x0 else 1.0
+    # Below the median: the first segment extended (the knee never reads there).
+    segs = list(zip(pts, pts[1:])) or [((pts[0][0] / 2, 0.25), pts[0])]
+    for (x0, q0), (x1, q1) in segs:
+        if x <= x1 or (x1, q1) == segs[-1][1]:
+            if x1 <= x0:
+                return q1 if x >= x1 else q0
+            z0, z1 = NORMAL.inv_cdf(q0), NORMAL.inv_cdf(q1)
+            return NORMAL.cdf(z0 + (z1 - z0) * (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0)))
+    return 1.0
+
+
+def pooled_quantile(phases, q=0.99):
+    """The q-quantile of all the phases' requests pooled (ms), with a 95%
+    interval: the ranks q +- z sqrt(q(1-q)/n) of the pooled requests (order
+    statistics, the requests taken as independent), each read off the pooled
+    distribution the phases' quantiles give. None without requests."""
+    ps = [(p["requests"], p.get("duration_ms") or {}) for p in phases if p["requests"] and p.get("duration_ms")]
+    n = sum(k for k, _ in ps)
+    if not n:
+        return None
+    top = max(max(v for v in d.values() if v is not None) for _, d in ps)
+
+    def at(share):  # the pooled distribution's inverse, by bisection
+        lo, hi = 0.0, top
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            if sum(k * phase_cdf(d, mid) for k, d in ps) / n < share:
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+    half = sps.norm.ppf(1 - ALPHA / 2) * math.sqrt(q * (1 - q) / n)
+    return {"value": at(q), "lo": at(max(0.0, q - half)), "hi": at(min(1.0, q + half)), "requests": n}
+
+
+def failure(ps, rate, requests, failed, achieved):
+    """Why a path failed a step, judged on intervals: its failed share's
+    (Clopper-Pearson) wholly above MAX_ERRORS, or its requests/s's over
+    rounds wholly below MIN_HELD of the rate; where the rate has no interval,
+    its point figure against the threshold, said so. (why or None, borderline
+    or None: a point figure past a threshold that its interval does not
+    clear.)"""
+    why, near = [], []
+    if requests and failed / requests > MAX_ERRORS:
+        share = f"{failed / requests:.1%} of requests failed"
+        lo = sps.binomtest(round(failed), requests).proportion_ci(CONFIDENCE).low
+        (why if lo > MAX_ERRORS else near).append(share if lo > MAX_ERRORS else
+                                                  f"{share}, its 95% interval reaching {lo:.2%}")
+    if rate and achieved["mean"] < MIN_HELD * rate:
+        held = f"held {achieved['mean']:,.0f} of {rate:,} req/s"
+        if achieved["hi"] is None:
+            why.append(f"{held} (one run's figure against the threshold: no interval over rounds)")
+        elif achieved["hi"] < MIN_HELD * rate:
+            why.append(held)
+        else:
+            near.append(f"{held}, its 95% interval reaching {achieved['hi']:,.0f}")
+    return "; ".join(why) or None, "; ".join(near) or None
+
+
 # Server figures per step (the report's, per phase), over rounds.
 SERVER = ("app_cpu_us_per_req", "nginx_cpu_us_per_req", "nginx_5xx", "k6_cpu_cores")
 
@@ -79,11 +167,7 @@ def step_outcome(phases, rate, server=None, k6_cpus=None, gen="k6"):
         for p in ps:
             for st, n in (p.get("statuses") or {}).items():
                 statuses[st] = statuses.get(st, 0) + n
-        why = []
-        if requests and failed / requests > MAX_ERRORS:
-            why.append(f"{failed / requests:.1%} of requests failed")
-        if rate and achieved["mean"] < MIN_HELD * rate:
-            why.append(f"held {achieved['mean']:,.0f} of {rate:,} req/s")
+        why, near = failure(ps, rate, requests, failed, achieved)
         figs = {k: interval([(server.get(p["name"]) or {}).get(k) for p in ps]) for k in SERVER}
         k6 = figs["k6_cpu_cores"]
         busy = k6_cpus and k6 and k6["mean"] >= MAX_K6_CPU_SHARE * k6_cpus
@@ -91,8 +175,9 @@ def step_outcome(phases, rate, server=None, k6_cpus=None, gen="k6"):
             "rate": rate, "connections": ps[0].get("connections"), "achieved": achieved, "error_share": failed / requests if requests else None,
             "dropped": sum(p.get("dropped_iterations") or 0 for p in ps), "statuses": statuses,
             **{q: interval([(p.get("duration_ms") or {}).get(q) for p in ps]) for q in ("p50", "p90", "p99", "p999")},
+            "pooled_p99": pooled_quantile(ps),
             **figs,
-            "failed": "; ".join(why) or None,
+            "failed": why, "borderline": near,
             "generator": f"{gen} used {k6['mean']:.2f} of its {k6_cpus:g} CPUs" if busy else None,
         }
     return out
@@ -145,20 +230,25 @@ def check(run_dir):
 
 
 def knee(path, by_step):
-    """The highest rate the path held with its p99 within KNEE_FACTOR times its
-    first step's p99, and the first step it failed (rate, why), if any."""
-    first = next((o[path] for o in by_step.values() if path in o), None)
-    base = first and first["p99"] and first["p99"]["mean"]
-    held, failed = None, None
-    for outcome in by_step.values():
-        o = outcome.get(path)
-        if o is None or o["generator"]:
-            continue
-        if o["failed"]:
-            failed = failed or (o["rate"], o["failed"], o["statuses"])
-        elif base and o["p99"] and o["p99"]["mean"] <= KNEE_FACTOR * base and not failed:
+    """The knee, monotone: the last rate the path held before the first step,
+    rising, that it failed or where its pooled p99 passed KNEE_FACTOR times
+    its pooled p99 at the lowest step it has one (with its interval). Also the
+    first step it failed (rate, why, statuses) and where its p99 first passed
+    the bound (rate, p99), if anywhere. Steps that were the generator's limit
+    are not the path's: skipped."""
+    pts = [o[path] for o in by_step.values() if path in o and not o[path]["generator"]]
+    base = next((o["pooled_p99"] for o in pts if o["pooled_p99"] and not o["failed"]), None)
+    held, passed, broke = None, None, False
+    for o in pts:
+        p99 = o["pooled_p99"]
+        if not broke and base and p99 and p99["value"] > KNEE_FACTOR * base["value"]:
+            passed, broke = (o["rate"], p99["value"]), True
+        broke = broke or bool(o["failed"])
+        if not broke and base:
             held = o["rate"]
-    return {"rate": held, "low_load_p99_ms": base, "failed_at": failed}
+    failed = next(((o["rate"], o["failed"], o["statuses"]) for o in pts if o["failed"]), None)
+    return {"rate": held, "low_load_p99_ms": base and base["value"], "low_load_p99": base,
+            "failed_at": failed, "p99_passed_at": passed}
 
 
 def peak(path, by_step):
@@ -173,9 +263,10 @@ def peak(path, by_step):
 
 def savings(load):
     """{step: [(term, figure)]}: the answer's same-nginx pairs at each step,
-    paired over its rounds, Holm over the pairs of a step: at a fixed rate the
-    client median's difference (TCP minus the socket, µs); flat out (a sweep
-    of connections) the ratio of requests/s (the socket's to TCP's)."""
+    paired over its rounds: at a fixed rate the client median's difference
+    (TCP minus the socket, µs); flat out (a sweep of connections) the ratio of
+    requests/s (the socket's to TCP's). Not yet corrected: build() judges
+    every step's pairs together."""
     flat = load["settings"].get("sweep") == "connections"
     out = {}
     for p in measured(load):
@@ -186,7 +277,6 @@ def savings(load):
         chosen = [t for t in TERMS if t.get("answer") and all(x in by_path for x in t["paths"])]
         figs = [ratio_stats(by_path[t["paths"][1]], by_path[t["paths"][0]]) if flat
                 else diff_stats(by_path[t["paths"][0]], by_path[t["paths"][1]], 1e3) for t in chosen]
-        holm(figs)
         res[step] = list(zip(chosen, figs))
     return res
 
@@ -198,16 +288,20 @@ def build(load, server=None, k6_cpus=None, server_missing=None, backlog=None):
     by_step = steps(load, server, k6_cpus)
     paths = list(dict.fromkeys(p for o in by_step.values() for p in o))
     flat = load["settings"].get("sweep") == "connections"
+    saved = {str(s): [{"term": t["key"], "pair": t["paths"], "handling": t["answer"],
+                       ("ratio" if flat else "diff_us"): d,
+                       "past_limit": [p for p in t["paths"] if by_step[s][p]["failed"]] if not flat else []}
+                      for t, d in pairs]
+             for s, pairs in savings(load).items()}
+    # Every step's pairs are the sweep's answer: judged together (Holm), the
+    # pairs not compared (a path past its limit) left out of the family.
+    holm([x.get("diff_us", x.get("ratio")) for xs in saved.values() for x in xs if not x["past_limit"]])
     return {"testid": load["testid"], "mode": "sweep", "settings": load["settings"],
             "generator": load["settings"]["generator"], "server_missing": server_missing, "backlog": backlog,
             "steps": {str(s): o for s, o in by_step.items()},
             "knees": {} if flat else {p: knee(p, by_step) for p in paths},
             "peaks": {p: peak(p, by_step) for p in paths} if flat else {},
-            "savings": {str(s): [{"term": t["key"], "pair": t["paths"], "handling": t["answer"],
-                                  ("ratio" if flat else "diff_us"): d,
-                                  "past_limit": [p for p in t["paths"] if by_step[s][p]["failed"]] if not flat else []}
-                                 for t, d in pairs]
-                        for s, pairs in savings(load).items()},
+            "savings": saved,
             "charts": [], "warnings": all_short(by_step, load["settings"]["workloads"][0])}
 
 
@@ -243,6 +337,9 @@ def saving_words(x):
         r = x["ratio"]
         if r is None:
             return None
+        if lost_to_holm(r):
+            return (f"`{uds}` against `{tcp}` ({words}): no measurable difference once the pairs are judged "
+                    f"together ({fmt_interval(r, times=True)} alone)")
         if judge(r) != "clear":
             return f"`{uds}` against `{tcp}` ({words}): no measurable difference ({fmt_interval(r, times=True)})"
         return f"`{uds}` carried {r['mean']:.2f}x the requests/s of `{tcp}` ({words}; {fmt_interval(r, times=True)})"
@@ -295,15 +392,22 @@ def render(rep, rate=None):
         lines.append("This sweep did not measure the socket and TCP through the same nginx (PATHS needs a pair of "
                      "catalogue.json's answer terms, e.g. tcp-lo and uds-lo): no answer to give.")
     method = "Requests/s flat out (ratios: geometric means)" if flat else f"Client median ({rep['generator']}'s own)"
-    lines += ["", f"{method}, paired over {s['rounds']} rounds a step; the pairs of a step judged together (Holm's "
-              "correction). A step the generator could not drive is shown as its limit, not as the path's figure.", ""]
+    family = sum(1 for xs in rep["savings"].values() for x in xs if not x["past_limit"])
+    lines += ["", f"{method}, paired over {s['rounds']} rounds a step; every step's pairs judged together (Holm's "
+              f"correction over the {family} compared). A step the generator could not drive is shown as its limit, "
+              "not as the path's figure.", ""]
     if rep.get("backlog"):
         lines += [f"The app's listen backlog: {rep['backlog']}.", ""]
     lines += ["## Where each path bends and breaks", ""]
     for path, k in rep["knees"].items():
+        b = k["low_load_p99"]
         held = (f"held up to {k['rate']:,} req/s with its p99 within {KNEE_FACTOR}x its p99 at the lowest rate "
-                f"({k['low_load_p99_ms']:.2f} ms)") if k["rate"] else "held no step within its p99 bound"
-        lines.append(f"- `{path}`: {held}" + (f"; {failure_words(k['failed_at'], unit)}" if k["failed_at"] else "") + ".")
+                f"({b['value']:.2f} ms, 95% CI {b['lo']:.2f} to {b['hi']:.2f}, of its {b['requests']:,} requests "
+                "there)") if k["rate"] else "held no step within its p99 bound"
+        past = (f"; its p99 passed that bound at {k['p99_passed_at'][0]:,} req/s ({k['p99_passed_at'][1]:.2f} ms)"
+                if k.get("p99_passed_at") else "")
+        lines.append(f"- `{path}`: {held}{past}" + (f"; {failure_words(k['failed_at'], unit)}" if k["failed_at"] else "")
+                     + ".")
     for path, k in rep["peaks"].items():
         top = f"carried at most {k['rps']:,.0f} req/s, at {k['connections']:,} connections" if k["rps"] else \
             "no step of its own"
@@ -317,7 +421,8 @@ def render(rep, rate=None):
         for path, o in outcome.items():
             err = "n/a" if o["error_share"] is None else f"{o['error_share']:.2%}"
             verdict = (f"the generator's limit, not the path's: {o['generator']}" if o["generator"]
-                       else f"failed: {o['failed']}" if o["failed"] else "held")
+                       else f"failed: {o['failed']}" if o["failed"]
+                       else f"held (not clearly failed: {o['borderline']})" if o.get("borderline") else "held")
             lines.append(f"| {o['connections' if flat else 'rate']:,} | {path} | {fmt_ms(o['achieved'], 0)} | "
                          f"{fmt_ms(o['p50'])} | {fmt_ms(o['p90'])} | {fmt_ms(o['p99'])} | {fmt_ms(o['p999'])} | {err} | "
                          f"{o['dropped']:,} | {fmt_ms(o['app_cpu_us_per_req'], 1)} | "
@@ -330,6 +435,9 @@ def render(rep, rate=None):
         (["- none"] if not rep["warnings"] else [])
     rule = (f"more than {MAX_ERRORS:.0%} of its requests failed" if flat else
             f"more than {MAX_ERRORS:.0%} of its requests failed or it held less than {MIN_HELD:.0%} of the rate")
+    rule += (" (judged on 95% intervals: the failed share's, Clopper-Pearson over the step's requests, and the "
+             "requests/s's over its rounds; where the rate has no interval, one run's figure against the threshold, "
+             "said so)")
     lines += ["", "## How to read this", "",
               ("- Each step runs every path flat out with that many connections in flight (no rate to hold): "
                "requests/s is the path's limit there, latency its queue. " if flat else
@@ -340,8 +448,10 @@ def render(rep, rate=None):
               "its limit, not the paths'.",
               ("- nginx answers 503 itself beyond NGINX_MAX_IN_FLIGHT requests in flight: a step past it shows "
                "nginx's limit on every path alike." if flat else
-               f"- The knee: the highest rate a path held with its p99 within {KNEE_FACTOR}x its p99 at the "
-               "first (lowest) rate."), ""]
+               f"- The knee: the last rate a path held, rising, before the first step it failed or where its p99 "
+               f"passed {KNEE_FACTOR}x its p99 at the lowest rate. Each p99 is of the step's requests pooled over its "
+               "rounds (read off the distribution the phases' quantiles give; its interval from order statistics, "
+               "the requests taken as independent), not a mean of the phases' p99s."), ""]
     return "\n".join(lines)
 
 
