@@ -26,6 +26,16 @@ $(VENV)/.installed: report/requirements.txt report/requirements-dev.txt
 
 ##@ Lab
 
+# Prometheus's password (compose.yaml's secret: every endpoint of Prometheus
+# asks for it, so only k6 writes series). Generated once, kept out of git; the
+# containers that hold it run as other users, so the file is 0644 in a folder
+# that is yours alone.
+PASSWORD_FILE := $(call env,PROMETHEUS_PASSWORD_FILE)
+$(PASSWORD_FILE):
+	@[ -d "$(@D)" ] || { mkdir -p "$(@D)" && chmod 700 "$(@D)"; }
+	@umask 022; od -An -N24 -tx1 /dev/urandom | tr -d ' \n' > "$@.tmp" && mv "$@.tmp" "$@"
+	@echo "make: generated Prometheus's password into $@"
+
 .PHONY: doctor
 doctor: ## Check this machine's Docker for the lab: what will run, what will be missing and why, and the fix
 	@scripts/doctor.sh
@@ -42,10 +52,10 @@ APP_IMAGE_GONE = make: APP_IMAGE=$$APP_IMAGE: not on this machine and cannot be 
 	a reference stack's is built with docker build -t $$APP_IMAGE stacks/<stack> (stacks/README.md)
 
 .PHONY: up
-up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset) and wait until healthy
+up: $(PASSWORD_FILE) ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset) and wait until healthy
 	@plan=$$(scripts/doctor.sh --up) || exit 1; set -a; eval "$$plan"; set +a; \
-	if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app nginx-log-exporter; \
-	else $(COMPOSE) build nginx-log-exporter; \
+	if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app nginx-log-exporter prometheus-auth; \
+	else $(COMPOSE) build nginx-log-exporter prometheus-auth; \
 	docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE" || { echo "$(APP_IMAGE_GONE)" >&2; exit 2; }; fi; \
 	$(COMPOSE) pull --policy missing --ignore-buildable $$UP_CORE $$UP_OPTIONAL 2>&1 | { grep -v "Skipped - Image is already present" || true; } || { \
 		echo "make up: an image the lab needs is not on this machine and cannot be pulled (above: which, and why): nothing was started" >&2; exit 2; }; \
@@ -68,7 +78,7 @@ up: ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset
 	@echo "               $(COMPOSE) exec nginx curl -s http://app:8090/tcp-lo/ping"
 	@case " $(SERVICES) " in "  "|*" grafana "*) \
 		echo "  Grafana      http://127.0.0.1:$(call env,GRAFANA_PORT)/  (anonymous viewer; admin password in .env)" ;; esac
-	@echo "  Prometheus   http://127.0.0.1:$(call env,PROMETHEUS_PORT)/"
+	@echo "  Prometheus   http://127.0.0.1:$(call env,PROMETHEUS_PORT)/  (user $(call env,PROMETHEUS_USER), password in $(PASSWORD_FILE))"
 	@echo "Next: make load"
 
 # results/last names a run only once its generator wrote load.json (a run
@@ -138,7 +148,7 @@ compare: loadgen-settings ## The same load on each stack in turn, and what the s
 	COMPOSE="$(COMPOSE)" MAKE="$(MAKE)" TESTID=compare-$(TESTID) loadgen/compare.sh
 
 .PHONY: report
-report: ## Write results/<run>/report.md, report.json and charts for the last run (RUN=<testid> for another; a sweep: RATE=<your rate> names the nearest step)
+report: $(PASSWORD_FILE) ## Write results/<run>/report.md, report.json and charts for the last run (RUN=<testid> for another; a sweep: RATE=<your rate> names the nearest step)
 	@$(COMPOSE) --profile report build report >/dev/null
 	$(COMPOSE) --profile report run --rm --user "$$(id -u):$$(id -g)" report --run "$(or $(RUN),$$(cat results/last))" \
 		$(if $(RATE),--rate "$(RATE)")
@@ -157,7 +167,7 @@ down: ## Stop the lab; Prometheus and Grafana data are kept
 .PHONY: clean
 clean: ## Stop the lab and delete its volumes (Prometheus data too) and the locally built images
 	$(COMPOSE) --profile load --profile report --profile floor --profile notrack down --remove-orphans --volumes
-	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local uds-lab/floor:local uds-lab/wrk:local uds-lab/contract:local uds-lab/report:local uds-lab/notrack:local uds-lab/oha:$(call env,OHA_VERSION) >/dev/null 2>&1 || true
+	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local uds-lab/prometheus-auth:local uds-lab/floor:local uds-lab/wrk:local uds-lab/contract:local uds-lab/report:local uds-lab/notrack:local uds-lab/oha:$(call env,OHA_VERSION) >/dev/null 2>&1 || true
 
 .PHONY: ps
 ps: ## Show the lab's containers and their health
@@ -170,7 +180,7 @@ logs: ## Follow the lab's logs
 ##@ Development
 
 # The Go modules (each its own image).
-GO_SERVICES := services/app services/nginx-log-exporter services/floor contract/checker contract/minimal-app
+GO_SERVICES := services/app services/nginx-log-exporter services/prometheus-auth services/floor contract/checker contract/minimal-app
 
 .PHONY: deps
 deps: ## Install the test tools that are missing (nginx, envsubst, wrk, promtool; k6 when its test first runs)

@@ -127,6 +127,8 @@ func TestLab(t *testing.T) {
 		t.Errorf("nginx_up = %v, want 1: the exporter cannot read nginx's stub_status", v)
 	}
 
+	t.Run("second door", func(t *testing.T) { secondDoor(t, prom) })
+
 	// make load on every path, its figures, the dashboards and the report.
 	t.Run("load", func(t *testing.T) { loadAndReport(t, prom, testid) })
 
@@ -640,7 +642,7 @@ type series struct {
 // on an error.
 func promAPI(t *testing.T, prom, endpoint string, v url.Values) []series {
 	t.Helper()
-	resp, err := http.Get(prom + "/api/v1/" + endpoint + "?" + v.Encode())
+	resp, err := lab.PrometheusGet(t, prom+"/api/v1/"+endpoint+"?"+v.Encode())
 	if err != nil {
 		t.Fatalf("%s %s: %v", endpoint, v.Get("query"), err)
 	}

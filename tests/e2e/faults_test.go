@@ -130,7 +130,14 @@ func restartUnderLoad(t *testing.T, prom, nginx, testid string) {
 	nginxBack := restart("nginx", 30*time.Second, func() bool {
 		return status(nginx+"/tcp/healthz") == 200 && status(nginx+"/uds/healthz") == 200
 	})
-	promBack := restart("prometheus", 60*time.Second, func() bool { return status(prom+"/-/ready") == 200 })
+	promBack := restart("prometheus", 60*time.Second, func() bool {
+		resp, err := lab.PrometheusGet(t, prom+"/-/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
 	_, _ = wait() // more than 1% failed while nginx was down: k6's threshold fails, as it should
 
 	requests, failed, _ := phases(t, testid)

@@ -109,12 +109,13 @@ func TestComposeHealthAndOrder(t *testing.T) {
 	p := loadCompose(t)
 	// Images without a shell or client to run a healthcheck, or that exit.
 	noHealthcheck := map[string]string{
-		"nginx-exporter": "scratch image: no shell, no wget",
-		"k6":             "runs once and exits",
-		"wrk":            "runs the plan once and exits",
-		"oha":            "runs the plan once and exits",
-		"contract":       "runs once per step and exits",
-		"report":         "runs once and exits",
+		"nginx-exporter":  "scratch image: no shell, no wget",
+		"k6":              "runs once and exits",
+		"wrk":             "runs the plan once and exits",
+		"oha":             "runs the plan once and exits",
+		"contract":        "runs once per step and exits",
+		"report":          "runs once and exits",
+		"prometheus-auth": "writes Prometheus's web config and exits",
 	}
 	for name, s := range p.Services {
 		if _, ok := noHealthcheck[name]; ok {
@@ -132,6 +133,9 @@ func TestComposeHealthAndOrder(t *testing.T) {
 			// (TestNginxDecidesAppReadiness).
 			if dep == "app" {
 				continue
+			}
+			if unhealthy && s.Profiles == nil && p.Services[dep].Profiles == nil && d.Condition != types.ServiceConditionCompletedSuccessfully {
+				t.Errorf("%s depends on the one-shot %s with condition %q, want service_completed_successfully", name, dep, d.Condition)
 			}
 			if !unhealthy && d.Condition != types.ServiceConditionHealthy {
 				t.Errorf("%s depends on %s with condition %q, want service_healthy", name, dep, d.Condition)
