@@ -39,7 +39,7 @@ LOG=results/$TESTID/setup.log
 quietly() { "$@" >>"$LOG" 2>&1 || { tail -20 "$LOG" >&2; return 1; }; }
 log() { printf '[overhead %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 
-[[ $ROUNDS =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 3 ] || fail "OVERHEAD_ROUNDS=$ROUNDS: must be a whole number >= 3 (a spread needs rounds)"
+{ [[ $ROUNDS =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 3 ]; } || fail "OVERHEAD_ROUNDS=$ROUNDS: must be a whole number >= 3 (a spread needs rounds)"
 [[ $SETTLE =~ ^[0-9]+$ ]] || fail "OVERHEAD_SETTLE=$SETTLE: must be a whole number of seconds"
 [[ $TESTID =~ ^[A-Za-z0-9_.-]+$ ]] || fail "TESTID=$TESTID: use letters, digits, . _ -"
 IFS=, read -ra setups <<<"$SETUPS"

