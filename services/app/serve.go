@@ -25,27 +25,60 @@ const (
 // drains. It returns nil after a clean drain. ready is a parameter so tests
 // can observe the drain state.
 func serve(ctx context.Context, cfg Config, ready *Readiness, stdout, stderr io.Writer) error {
-	// Both listeners first: a second start that fails (port or socket in use)
-	// must not touch what the running instance serves, its download file
-	// included. Connections queue in the backlog until Serve runs.
+	tcpL, unixS, err := listen(cfg)
+	if err != nil {
+		return err
+	}
+	metrics := NewMetrics()
+	srv := newHTTPServer(cfg, ready, metrics, stderr)
+	announce(stdout, cfg, tcpL, unixS)
+
+	errc := make(chan error, 2)
+	for _, l := range []net.Listener{
+		countingListener{Listener: tcpL, loopback: metrics.acceptedLoopback, network: metrics.acceptedNetwork},
+		countingListener{Listener: unixS, loopback: metrics.acceptedUnix, network: metrics.acceptedUnix},
+	} {
+		go func() { errc <- srv.Serve(l) }()
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		// A listener died on its own: stop everything rather than run half-up.
+		_ = srv.Close()
+		_ = unixS.remove()
+		return fmt.Errorf("serve: %w", err)
+	}
+	return drain(cfg, srv, unixS, errc, ready, stdout)
+}
+
+// listen opens both listeners, then writes the download file. Both listeners
+// first: a second start that fails (port or socket in use) must not touch
+// what the running instance serves, its download file included. Connections
+// queue in the backlog until Serve runs.
+func listen(cfg Config) (net.Listener, *unixSocket, error) {
 	tcpL, err := net.Listen("tcp", cfg.TCPAddr)
 	if err != nil {
-		return fmt.Errorf("APP_TCP_ADDR %s: %w", cfg.TCPAddr, err)
+		return nil, nil, fmt.Errorf("APP_TCP_ADDR %s: %w", cfg.TCPAddr, err)
 	}
 	unixS, err := listenUnix(cfg.UnixSocket, cfg.SocketMode, cfg.SocketGID)
 	if err != nil {
 		_ = tcpL.Close()
-		return err
+		return nil, nil, err
 	}
 	if err := writeDownloadFile(cfg.DownloadFile, cfg.DownloadSize); err != nil {
 		_ = tcpL.Close()
 		_ = unixS.Close()
 		_ = unixS.remove()
-		return err
+		return nil, nil, err
 	}
+	return tcpL, unixS, nil
+}
 
-	metrics := NewMetrics()
-	srv := &http.Server{
+// newHTTPServer is the one server both listeners share: the same handler and
+// timeouts on each, so the paths differ only in their transport.
+func newHTTPServer(cfg Config, ready *Readiness, metrics *Metrics, stderr io.Writer) *http.Server {
+	return &http.Server{
 		Handler: NewServer(Deps{
 			Metrics:          metrics,
 			Readiness:        ready,
@@ -68,7 +101,10 @@ func serve(ctx context.Context, cfg Config, ready *Readiness, stdout, stderr io.
 		ConnState: metrics.connState,
 		ErrorLog:  log.New(stderr, "app: http: ", 0),
 	}
+}
 
+// announce prints the startup line (and what the start found or doubts).
+func announce(stdout io.Writer, cfg Config, tcpL net.Listener, unixS *unixSocket) {
 	if unixS.removedStale {
 		fmt.Fprintf(stdout, "app: removed stale socket %s (nothing was listening on it)\n", cfg.UnixSocket)
 	}
@@ -82,24 +118,11 @@ func serve(ctx context.Context, cfg Config, ready *Readiness, stdout, stderr io.
 		fmt.Fprintf(stdout, "app: warning: APP_SHUTDOWN_TIMEOUT=%s does not outlast the longest request (%s): one in flight at SIGTERM may be cut off\n",
 			cfg.ShutdownTimeout, longestRequest)
 	}
+}
 
-	errc := make(chan error, 2)
-	for _, l := range []net.Listener{
-		countingListener{Listener: tcpL, loopback: metrics.acceptedLoopback, network: metrics.acceptedNetwork},
-		countingListener{Listener: unixS, loopback: metrics.acceptedUnix, network: metrics.acceptedUnix},
-	} {
-		go func() { errc <- srv.Serve(l) }()
-	}
-
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		// A listener died on its own: stop everything rather than run half-up.
-		_ = srv.Close()
-		_ = unixS.remove()
-		return fmt.Errorf("serve: %w", err)
-	}
-
+// drain stops taking requests, lets those in flight finish within
+// APP_SHUTDOWN_TIMEOUT, and removes the socket if it is still ours.
+func drain(cfg Config, srv *http.Server, unixS *unixSocket, errc <-chan error, ready *Readiness, stdout io.Writer) error {
 	// Note: once Shutdown starts, net/http stops reading new requests even on
 	// open connections, so the 503 from /readyz is only visible to requests
 	// already read; the flag matters for in-process observers.

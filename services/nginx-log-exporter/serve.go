@@ -41,82 +41,27 @@ const (
 // syslog socket, or both) and serves /metrics and /healthz until ctx is
 // cancelled. It returns nil after a clean stop.
 func serve(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
-	var closers []io.Closer
-	closeAll := func() error {
-		for _, c := range closers {
-			_ = c.Close()
-		}
-		return nil
-	}
-	var pipe *os.File
-	var conn *net.UDPConn
-	var err error
-	if cfg.Pipe != "" {
-		if pipe, err = openPipe(cfg); err != nil {
-			return fmt.Errorf("LOG_EXPORTER_PIPE %s: %w", cfg.Pipe, err)
-		}
-		closers = append(closers, pipe)
-	}
-	if cfg.SyslogAddr != "" {
-		if conn, err = listenSyslog(cfg.SyslogAddr); err != nil {
-			_ = closeAll()
-			return fmt.Errorf("LOG_EXPORTER_SYSLOG_ADDR %s: %w", cfg.SyslogAddr, err)
-		}
-		closers = append(closers, conn)
-		if err := conn.SetReadBuffer(udpReadBuffer); err != nil {
-			fmt.Fprintf(stderr, "nginx-log-exporter: setting the read buffer to %d bytes: %v\n", udpReadBuffer, err)
-		}
+	in, err := openInputs(cfg, stderr)
+	if err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
-		_ = closeAll()
+		in.Close()
 		return fmt.Errorf("LOG_EXPORTER_METRICS_ADDR %s: %w", cfg.MetricsAddr, err)
 	}
-
 	m := NewMetrics(cfg.Paths)
-	srv := &http.Server{
-		Handler:           newHandler(m),
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
-		ErrorLog:          log.New(stderr, "nginx-log-exporter: http: ", 0),
-	}
-
-	syslog := "off"
-	if conn != nil {
-		syslog = fmt.Sprintf("udp:%s rcvbuf=unknown", conn.LocalAddr())
-		if n, err := socketReadBuffer(conn); err == nil {
-			syslog = fmt.Sprintf("udp:%s rcvbuf=%d", conn.LocalAddr(), n)
-		}
-	}
-	piped := "off"
-	if pipe != nil {
-		piped = cfg.Pipe
-		if n, err := growPipe(pipe, pipeSize); err == nil {
-			piped += fmt.Sprintf(" pipe_size=%d", n)
-		} else {
-			fmt.Fprintf(stderr, "nginx-log-exporter: growing the pipe to %d bytes: %v\n", pipeSize, err)
-		}
-	}
+	srv := newServer(m, stderr)
+	syslog, piped := in.describe(cfg, stderr)
 	fmt.Fprintf(stdout, "nginx-log-exporter: listening metrics=http:%s syslog=%s pipe=%s\n", ln.Addr(), syslog, piped)
 
-	in := &lines{m: m, stderr: stderr}
-	readers := 0
 	readerDone := make(chan error, 2)
+	readers := in.start(&lines{m: m, stderr: stderr}, readerDone)
 	serveDone := make(chan error, 1)
-	if conn != nil {
-		readers++
-		go func() { readerDone <- readLoop(conn, in) }()
-	}
-	if pipe != nil {
-		readers++
-		go func() { readerDone <- readPipe(pipe, in) }()
-	}
 	go func() { serveDone <- srv.Serve(ln) }()
 	// waitReaders closes the inputs and collects every reader's end.
 	waitReaders := func(first error) error {
-		_ = closeAll()
+		in.Close()
 		for i := 0; i < readers; i++ {
 			if err := <-readerDone; first == nil {
 				first = err
@@ -143,6 +88,99 @@ func serve(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 
 	fmt.Fprintln(stdout, "nginx-log-exporter: shutting down")
 	readErr := waitReaders(nil) // unblocks the readers
+	if err := shutdown(srv, serveDone); err != nil {
+		return err
+	}
+	if readErr != nil {
+		return readErr
+	}
+	fmt.Fprintln(stdout, "nginx-log-exporter: shutdown complete")
+	return nil
+}
+
+// inputs are the access log's open inputs: the pipe, the syslog socket, or both.
+type inputs struct {
+	pipe *os.File
+	conn *net.UDPConn
+}
+
+func openInputs(cfg Config, stderr io.Writer) (inputs, error) {
+	var in inputs
+	var err error
+	if cfg.Pipe != "" {
+		if in.pipe, err = openPipe(cfg); err != nil {
+			return inputs{}, fmt.Errorf("LOG_EXPORTER_PIPE %s: %w", cfg.Pipe, err)
+		}
+	}
+	if cfg.SyslogAddr != "" {
+		if in.conn, err = listenSyslog(cfg.SyslogAddr); err != nil {
+			in.Close()
+			return inputs{}, fmt.Errorf("LOG_EXPORTER_SYSLOG_ADDR %s: %w", cfg.SyslogAddr, err)
+		}
+		if err := in.conn.SetReadBuffer(udpReadBuffer); err != nil {
+			fmt.Fprintf(stderr, "nginx-log-exporter: setting the read buffer to %d bytes: %v\n", udpReadBuffer, err)
+		}
+	}
+	return in, nil
+}
+
+func (in inputs) Close() {
+	if in.pipe != nil {
+		_ = in.pipe.Close()
+	}
+	if in.conn != nil {
+		_ = in.conn.Close()
+	}
+}
+
+// describe grows the pipe and says what each input got, for the startup line.
+func (in inputs) describe(cfg Config, stderr io.Writer) (syslog, piped string) {
+	syslog, piped = "off", "off"
+	if in.conn != nil {
+		syslog = fmt.Sprintf("udp:%s rcvbuf=unknown", in.conn.LocalAddr())
+		if n, err := socketReadBuffer(in.conn); err == nil {
+			syslog = fmt.Sprintf("udp:%s rcvbuf=%d", in.conn.LocalAddr(), n)
+		}
+	}
+	if in.pipe != nil {
+		piped = cfg.Pipe
+		if n, err := growPipe(in.pipe, pipeSize); err == nil {
+			piped += fmt.Sprintf(" pipe_size=%d", n)
+		} else {
+			fmt.Fprintf(stderr, "nginx-log-exporter: growing the pipe to %d bytes: %v\n", pipeSize, err)
+		}
+	}
+	return syslog, piped
+}
+
+// start runs a reader per input, each sending its end to done; it returns how many.
+func (in inputs) start(ls *lines, done chan<- error) int {
+	n := 0
+	if in.conn != nil {
+		n++
+		go func() { done <- readLoop(in.conn, ls) }()
+	}
+	if in.pipe != nil {
+		n++
+		go func() { done <- readPipe(in.pipe, ls) }()
+	}
+	return n
+}
+
+func newServer(m *Metrics, stderr io.Writer) *http.Server {
+	return &http.Server{
+		Handler:           newHandler(m),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          log.New(stderr, "nginx-log-exporter: http: ", 0),
+	}
+}
+
+// shutdown lets requests in flight finish (up to shutdownTimeout), then waits
+// for Serve to return.
+func shutdown(srv *http.Server, serveDone <-chan error) error {
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	shutdownErr := srv.Shutdown(sctx)
@@ -152,13 +190,9 @@ func serve(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err := <-serveDone; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("metrics server: %w", err)
 	}
-	if readErr != nil {
-		return readErr
-	}
 	if shutdownErr != nil {
 		return fmt.Errorf("metrics server shutdown: %w", shutdownErr)
 	}
-	fmt.Fprintln(stdout, "nginx-log-exporter: shutdown complete")
 	return nil
 }
 
