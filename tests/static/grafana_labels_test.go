@@ -1,6 +1,7 @@
 package static
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -69,7 +70,9 @@ func registeredMetrics(t *testing.T, service, registry string) map[string]labelS
 	tmp := t.TempDir()
 	src, out, overlay := filepath.Join(tmp, "describe_test.go"), filepath.Join(tmp, "descs"), filepath.Join(tmp, "overlay.json")
 	must(t, os.WriteFile(src, []byte(strings.Replace(describeMetrics, "%s", registry, 1)), 0o644))
-	must(t, os.WriteFile(overlay, []byte(`{"Replace": {"`+filepath.Join(dir, "zz_lab_describe_test.go")+`": "`+src+`"}}`), 0o644))
+	o, err := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(dir, "zz_lab_describe_test.go"): src}})
+	must(t, err)
+	must(t, os.WriteFile(overlay, o, 0o644))
 	cmd := exec.Command("go", "test", "-count=1", "-overlay="+overlay, "-run=^TestLabDescribeMetrics$", ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LAB_DESCRIBE_OUT="+out)
@@ -197,8 +200,19 @@ func exporterMetrics(t *testing.T) map[string]labelSet {
 	return out
 }
 
-// labMetrics: every series the dashboards may read, with its labels.
+// labMetrics: every series the dashboards may read, with its labels (worked
+// out once per test binary: it builds two services' tests).
 func labMetrics(t *testing.T) map[string]labelSet {
+	t.Helper()
+	if labMetricsOnce == nil {
+		labMetricsOnce = readLabMetrics(t)
+	}
+	return labMetricsOnce
+}
+
+var labMetricsOnce map[string]labelSet
+
+func readLabMetrics(t *testing.T) map[string]labelSet {
 	t.Helper()
 	out := exporterMetrics(t)
 	maps.Copy(out, k6Metrics())
@@ -486,5 +500,64 @@ func TestK6TagsAreLoadJs(t *testing.T) {
 		if !regexp.MustCompile(`(\{|,|\btags\.)\s*` + tag + `\b`).MatchString(src) {
 			t.Errorf("load.js sets no tag %s (this test lists it)", tag)
 		}
+	}
+}
+
+// legendLabel is a {{label}} in a legend or an annotation's title.
+var legendLabel = regexp.MustCompile(`\{\{\s*([a-zA-Z_]\w*)\s*\}\}`)
+
+// Every {{label}} a panel's legend or an annotation's title shows is a label
+// its query's result has: one that the aggregation dropped shows as an empty
+// name, and every series of the panel looks alike.
+func TestDashboardLegendsShowResultLabels(t *testing.T) {
+	c := &labelChecker{metrics: labMetrics(t)}
+	samples := dashboardSamples(t)
+	n := 0
+	for _, d := range dashboards(t) {
+		var shown []struct{ where, expr, format string }
+		panels, _ := d.json["panels"].([]any)
+		for _, p := range panels {
+			pm, _ := p.(map[string]any)
+			targets, _ := pm["targets"].([]any)
+			for _, tg := range targets {
+				tm, _ := tg.(map[string]any)
+				expr, _ := tm["expr"].(string)
+				legend, _ := tm["legendFormat"].(string)
+				shown = append(shown, struct{ where, expr, format string }{fmt.Sprintf("%q", pm["title"]), expr, legend})
+			}
+		}
+		annotations, _ := d.json["annotations"].(map[string]any)
+		list, _ := annotations["list"].([]any)
+		for _, a := range list {
+			am, _ := a.(map[string]any)
+			expr, _ := am["expr"].(string)
+			title, _ := am["titleFormat"].(string)
+			tags, _ := am["tagKeys"].(string)
+			format := title
+			for _, k := range strings.Split(tags, ",") {
+				if k = strings.TrimSpace(k); k != "" {
+					format += " {{" + k + "}}"
+				}
+			}
+			shown = append(shown, struct{ where, expr, format string }{fmt.Sprintf("annotation %q", am["name"]), expr, format})
+		}
+		for _, s := range shown {
+			e, err := parser.ParseExpr(lab.Substitute(s.expr, samples[d.name]))
+			if err != nil {
+				t.Errorf("%s / %s: %v", d.name, s.where, err)
+				continue
+			}
+			c.problems = nil
+			ls := c.labels(e)
+			for _, m := range legendLabel.FindAllStringSubmatch(s.format, -1) {
+				n++
+				if ls != nil && !ls[m[1]] {
+					t.Errorf("%s / %s shows {{%s}}, which its query's result has not (it has: %s)\n  %s", d.name, s.where, m[1], ls, s.expr)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no legend shows a label")
 	}
 }
