@@ -4,7 +4,7 @@ differences), and the answer in plain words: the terms the catalogue marks
 `answer`, judged together (Holm), with the controls beside them."""
 from report import interleaved
 from report.lab import CATALOGUE, TERMS
-from report.stats import (ALPHA, diff_stats, fmt_interval, has_interval, holm, judge, measurable, no_interval,
+from report.stats import (diff_stats, fmt_interval, has_interval, holm, judge, lost_to, measurable, no_interval,
                           ratio_stats, significant)
 from report.values import generator, is_max
 
@@ -92,11 +92,13 @@ def figures_for(settings):
     return [f for f in TERM_FIGURES if f[0] != "client_p50_ms"] if is_max(settings) else TERM_FIGURES
 
 
-def breakdown(phases, workload, figures=TERM_FIGURES, mixed=None):
+def breakdown(phases, workload, figures=TERM_FIGURES, mixed=None, flat=False):
     """Every term whose paths were measured: its difference per figure. mixed:
     make load's interleaved phase of the workload, whose blocks give the
     client median's terms (paired at the same instant); the costs come from
-    the phases of one path at a time."""
+    the phases of one path at a time. flat (max mode): each term also has
+    "rps", its second path's requests/s over its first's, round by round
+    (the answer's throughput, and what make floor sets beside its pair)."""
     rounds = by_round(phases, workload)
     blocks = interleaved.blocks(mixed) if mixed else None
     out = {}
@@ -109,15 +111,26 @@ def breakdown(phases, workload, figures=TERM_FIGURES, mixed=None):
                     if blocks and f == "client_p50_ms" else
                     term_stats(t, rounds, f, scale, resolution_of(phases, workload, paths, f)))
                 for f, _, scale, _ in figures}}
+            if flat and all(p in rounds for p in t["paths"]):
+                a, b = t["paths"]
+                out[t["key"]]["figures"]["rps"] = ratio_stats(rounds[b].get("rps", {}), rounds[a].get("rps", {}))
     # The answer's comparisons are judged together, in the answer and in the table alike.
-    holm([out[t["key"]]["figures"].get("client_p50_ms") for t in TERMS if t.get("answer") and t["key"] in out])
+    answer_keys = [t["key"] for t in TERMS if t.get("answer") and t["key"] in out]
+    holm([out[k]["figures"].get("rps" if flat else "client_p50_ms") for k in answer_keys])
     return out
 
 
 def lost_to_holm(d):
     """A difference whose own interval excludes zero but that Holm's correction
     over the answer's comparisons does not call measurable."""
-    return d.get("p_holm") is not None and d["p"] < ALPHA <= d["p_holm"]
+    return lost_to(d) == "holm"
+
+
+def judged_together(d):
+    """How a correction that took d back is said: the report's comparisons
+    judged together (Benjamini-Hochberg), or None."""
+    return (f"once the report's {d['fdr_family']} comparisons are judged together (Benjamini-Hochberg)"
+            if lost_to(d) == "fdr" else None)
 
 
 def fmt_diff(d, unit="µs", share=True):
@@ -132,6 +145,8 @@ def fmt_diff(d, unit="µs", share=True):
     ci = fmt_interval(d, unit)
     if lost_to_holm(d):
         return f"no measurable difference once the answer's comparisons are judged together ({ci} alone)"
+    if judged_together(d):
+        return f"no measurable difference {judged_together(d)} ({ci} alone)"
     if significant(d) and not measurable(d):
         return f"below the counter's resolution ({d['resolution']:,.1f}{u}; {ci})"
     if not measurable(d):
@@ -169,7 +184,7 @@ def answer(w, phases, settings, terms=None, unpooled=None, route=None):
     interval; the controls beside it. terms: the workload's breakdown, if
     already computed; unpooled: not_pooled()'s answer."""
     if is_max(settings):
-        return max_answer(w, phases, settings, unpooled)
+        return max_answer(w, phases, settings, unpooled, terms)
     terms = terms if terms is not None else breakdown(phases, w)
     route = route or next((p.get("endpoint") for p in phases if p["workload"] == w), None) or w
     at = f"at {settings['rate']} req/s" if settings.get("rate") else "at a fixed rate"
@@ -190,6 +205,8 @@ def answer(w, phases, settings, terms=None, unpooled=None, route=None):
         if lost_to_holm(d):
             return (f"made no measurable difference against {t['against']} once the comparisons are judged "
                     f"together ({pair}: {ci} alone)")
+        if judged_together(d):
+            return f"made no measurable difference against {t['against']} {judged_together(d)} ({pair}: {ci} alone)"
         if not measurable(d):
             return f"made no measurable difference against {t['against']} ({pair}: {ci})"
         verb = "saved" if d["mean"] > 0 else "cost"
@@ -220,13 +237,13 @@ def answer(w, phases, settings, terms=None, unpooled=None, route=None):
     return out
 
 
-def max_answer(w, phases, settings, unpooled=None):
+def max_answer(w, phases, settings, unpooled=None, terms=None):
     """In max mode the answer is throughput: each socket path's requests/s
-    against TCP's through the same nginx, as a ratio with its interval."""
-    rounds = by_round(phases, w)
-    chosen = [t for t in TERMS if t.get("answer") and all(p in rounds for p in t["paths"])]
-    ratios = [ratio_stats(rounds[t["paths"][1]].get("rps", {}), rounds[t["paths"][0]].get("rps", {})) for t in chosen]
-    holm(ratios)
+    against TCP's through the same nginx, as a ratio with its interval (from
+    the breakdown with flat=True, where the report judged them)."""
+    terms = terms if terms is not None else breakdown(phases, w, figures_for(settings), flat=True)
+    chosen = [t for t in TERMS if t.get("answer") and (terms.get(t["key"]) or {}).get("figures", {}).get("rps")]
+    ratios = [terms[t["key"]]["figures"]["rps"] for t in chosen]
     parts = []
     for t, r in zip(chosen, ratios):
         a, b = t["paths"]
@@ -234,9 +251,12 @@ def max_answer(w, phases, settings, unpooled=None):
             continue
         status = judge(r)
         if status == "single":
-            parts.append(f"{b} carried {r['mean']:.2f}x the requests/s of {a} in its 1 round: no interval, no verdict")
+            parts.append(f"{b} carried {r['mean']:.2f}x the requests/s of {a} ({no_interval(r)}): no interval, no verdict")
         elif status == "straddles" and lost_to_holm(r):
             parts.append(f"{b} against {a}: no measurable difference once the comparisons are judged together "
+                         f"({fmt_interval(r, times=True)} alone)")
+        elif status == "straddles" and judged_together(r):
+            parts.append(f"{b} against {a}: no measurable difference {judged_together(r)} "
                          f"({fmt_interval(r, times=True)} alone)")
         elif status == "straddles":
             parts.append(f"{b} against {a}: no measurable difference ({fmt_interval(r, times=True)})")

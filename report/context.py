@@ -4,10 +4,10 @@ from datetime import datetime, timezone
 
 from report.breakdown import answer, breakdown, figures_for, not_pooled, pooled_words
 from report import interleaved
-from report.direct import straight_to_the_app
+from report.direct import rejudge, straight_to_the_app
 from report.queries import idle_baseline, phase_figures_with, server_cores, server_queries
 from report.lab import GENERATORS, pools, stack_of
-from report.stats import aggregate, common_reason
+from report.stats import aggregate, common_reason, fdr, verdict
 from report.values import generator, headline, is_max, labels, number, scalar
 from report.warnings import MAX_DROPPED_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, figure_warnings, phase_warnings, ratio_warnings, warning
 
@@ -89,6 +89,19 @@ def interleaved_warnings(w, mixed, settings):
     return out
 
 
+def judged(workloads, direct):
+    """Every comparison a report judges: each breakdown term's figures, each
+    path's ratios to tcp, and the straight-to-the-app ratios."""
+    for wl in workloads.values():
+        for t in (wl.get("breakdown") or {}).values():
+            yield from t["figures"].values()
+        for e in wl["paths"].values():
+            yield from (e["ratio_to_tcp"] or {}).values()
+    for d in direct.values():
+        yield d["ratio"]
+        yield from (b["ratio"] for b in d["beside"])
+
+
 def build_report(k6, compose, query, prometheus_url=None):
     """Everything report.json holds, from the inputs and a query function."""
     settings = k6.get("settings") or {}
@@ -113,7 +126,16 @@ def build_report(k6, compose, query, prometheus_url=None):
                                            "dropped_iterations": mixed.get("dropped_iterations") or 0}
             warnings += interleaved_warnings(w, mixed, settings)
     for w, wl in workloads.items():
-        wl["breakdown"] = breakdown(phases, w, figures_for(settings), interleaved.mixed_phase(k6, w))
+        wl["breakdown"] = breakdown(phases, w, figures_for(settings), interleaved.mixed_phase(k6, w), is_max(settings))
+    # The client straight to the app (make max GENERATOR=oha with the direct paths).
+    direct = straight_to_the_app(phases, workloads) if is_max(settings) else {}
+    # Every comparison the report judges, beyond the answer's own Holm: Benjamini-Hochberg across the report.
+    fdr(judged(workloads, direct))
+    rejudge(direct)
+    for w, wl in workloads.items():
+        for path, e in wl["paths"].items():
+            if e["ratio_to_tcp"] is not None:
+                e["verdict"] = verdict(path, e["ratio_to_tcp"][headline(settings)[0]])
         wl["not_pooled"] = not_pooled(phases, w, closer)
         mixed = interleaved.mixed_phase(k6, w)
         wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"])
@@ -160,8 +182,7 @@ def build_report(k6, compose, query, prometheus_url=None):
         "precision": k6.get("precision"),
         "phases": phases,
         "workloads": workloads,
-        # The client straight to the app (make max GENERATOR=oha with the direct paths).
-        "direct": straight_to_the_app(phases, workloads) if is_max(settings) else {},
+        "direct": direct,
         "generator": gen,
         "mode": settings.get("mode") or "rate",
         "headline": headline(settings),

@@ -4,7 +4,7 @@ beside the same pair through nginx-lo in the same run and rounds, with the
 share of the direct gain that survives nginx."""
 from report.breakdown import by_round
 from report.lab import CATALOGUE, TERMS
-from report.stats import fmt_interval, judge, ratio_stats
+from report.stats import fmt_interval, judge, no_interval, ratio_stats
 
 DIRECT = CATALOGUE.get("direct") or {}
 # Seed 000's figure, on its machine: Gin with RunUnix against TCP, wrk, no nginx.
@@ -22,7 +22,7 @@ def words(r):
     if r is None:
         return "not measured"
     if judge(r) == "single":
-        return f"{r['mean']:.2f}x in its 1 round (no interval)"
+        return f"{r['mean']:.2f}x in its {no_interval(r)} (no interval)"
     if judge(r) != "clear":
         return f"no measurable difference ({fmt_interval(r, times=True)})"
     return f"{r['mean']:.2f}x ({fmt_interval(r, times=True)})"
@@ -61,6 +61,15 @@ def straight_to_the_app(phases, workloads):
                            "survives": survives(direct, r) if t["answer"] == "pooled" else None})
         out[w] = {"ratio": direct, "beside": beside}
     return out
+
+
+def rejudge(section):
+    """The shares that survive, once the report's correction has judged the
+    ratios (a gain that is not clear keeps no share)."""
+    for d in section.values():
+        for b in d["beside"]:
+            b["survives"] = survives(d["ratio"], b["ratio"]) if b["handling"] == "pooled" else None
+    return section
 
 
 def lines(section):

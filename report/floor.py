@@ -171,18 +171,22 @@ def through_nginx(term, wl, rounds, settings):
     slow, fast = term["paths"]
     if slow not in rounds or fast not in rounds:
         return "not measured in this run"
+    figures = ((wl.get("breakdown") or {}).get(term["key"]) or {}).get("figures", {})
     if settings.get("mode") == "max":
-        r = ratio_stats(rounds[fast].get("rps", {}), rounds[slow].get("rps", {}))
+        # The report's own ratio, judged with the rest of it; computed here only for a breakdown without one.
+        r = figures.get("rps") or ratio_stats(rounds[fast].get("rps", {}), rounds[slow].get("rps", {}))
         if not r or not has_interval(r):
             return "n/a (fewer than 2 rounds, or rounds all equal)"
-        across = " (across two nginx, uncorrected)" if term.get("less") else ""
-        verdict = "" if significant(r) else ": no measurable difference"
-        return f"`{fast}` carried {r['mean']:.2f}x the requests/s of `{slow}`{across} ({fmt_interval(r, times=True)}{verdict})"
-    d = ((wl.get("breakdown") or {}).get(term["key"]) or {}).get("figures", {}).get("client_p50_ms")
+        across = " (across two nginx, the two nginx's own difference not removed)" if term.get("less") else ""
+        if not significant(r):
+            return f"`{fast}` against `{slow}`{across}: no measurable difference ({fmt_interval(r, times=True)})"
+        return f"`{fast}` carried {r['mean']:.2f}x the requests/s of `{slow}`{across} ({fmt_interval(r, times=True)})"
+    d = figures.get("client_p50_ms")
     if not d or not has_interval(d):
         return "n/a (fewer than 2 rounds, rounds all equal, or a path missing)"
-    verdict = "" if significant(d) else ": no measurable difference"
-    return f"{term['label']}: {d['mean']:,.0f} µs on the client's median ({fmt_interval(d, 'µs', 0)}{verdict})"
+    if not significant(d):
+        return f"{term['label']}: no measurable difference on the client's median ({fmt_interval(d, 'µs', 0)})"
+    return f"{term['label']}: {d['mean']:,.0f} µs on the client's median ({fmt_interval(d, 'µs', 0)})"
 
 
 def beside_paths(f, workloads, phases, settings):

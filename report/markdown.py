@@ -289,9 +289,14 @@ def render_markdown(rep):
         "sub-millisecond resolution.",
         f"- Every difference and ratio comes with its {CONFIDENCE:.0%} interval, from the paired per-round values "
         "(a path's round r against the other's round r; the order of the paths changes every round, "
-        "counterbalanced). It is measurable when the interval excludes no difference (0, or 1 for a ratio); the "
-        "answer's comparisons are judged together with Holm's correction. With 1 round there is no interval and no "
-        "verdict.",
+        "counterbalanced). It is measurable when the interval excludes no difference (0, or 1 for a ratio) and "
+        "the difference is larger than the resolution of its counter. Two kinds of claim: the answer's comparisons "
+        "are judged together with Holm's correction (the chance that any of them is called different when none is "
+        "stays at 5%); every comparison of the report, the answer's included, is also judged together with the "
+        "others by Benjamini-Hochberg's correction (false discovery rate 5%: with no difference anywhere, a report "
+        "states one in at most 5% of runs). A cell whose own interval excludes no difference but that the "
+        "correction takes back says so, and gives no number. With 1 round, or rounds all equal, there is no "
+        "interval and no verdict.",
         f"- Warnings and their thresholds: **saturated** when the generator dropped more than {MAX_DROPPED_SHARE:.0%} "
         f"of a phase's iterations, held less than {MIN_RATE_SHARE:.0%} of RATE, or used {MAX_K6_CPU_SHARE:.0%} or more "
         f"of its CPU limit (fewer drops are shown in the tables, not warned about); **short_phase** under "

@@ -89,10 +89,11 @@ def has_interval(d):
 
 
 def significant(d):
-    """Whether d's interval excludes no difference (after Holm's correction
-    where holm() gave it one)."""
-    p = d.get("p_holm", d.get("p"))
-    return has_interval(d) and p is not None and p < ALPHA
+    """Whether d's interval excludes no difference, after every correction
+    it was given: Holm's over the answer's comparisons (holm()) and
+    Benjamini-Hochberg's over every comparison of the report (fdr())."""
+    ps = [d.get(k) for k in ("p", "p_holm", "p_fdr") if k in d]
+    return has_interval(d) and None not in ps and max(ps) < ALPHA
 
 
 def measurable(d):
@@ -133,6 +134,36 @@ def no_interval(d):
     return f"{d['rounds']} {d.get('over', 'rounds')}, all equal"
 
 
+def fdr(items):
+    """Benjamini-Hochberg's correction over every comparison a report judges
+    (items: stats dicts or None; each counted once): sets each one's p_fdr
+    and the size of the family. A report states dozens of differences; with
+    no true difference anywhere this keeps the chance that it states any at
+    ALPHA, and where many differ it controls the share of false ones among
+    those it states (scipy's false_discovery_control)."""
+    seen, ds = set(), []
+    for d in items:
+        if d is not None and d.get("p") is not None and id(d) not in seen:
+            seen.add(id(d))
+            ds.append(d)
+    if ds:
+        for d, q in zip(ds, sps.false_discovery_control([d["p"] for d in ds], method="bh")):
+            d["p_fdr"], d["fdr_family"] = float(q), len(ds)
+    return items
+
+
+def lost_to(d):
+    """Which correction took back a difference whose own interval excludes
+    none: "holm" (the answer's), "fdr" (the report's), or None."""
+    if d is None or d.get("p") is None or d["p"] >= ALPHA or not has_interval(d):
+        return None
+    if d.get("p_holm") is not None and d["p_holm"] >= ALPHA:
+        return "holm"
+    if d.get("p_fdr") is not None and d["p_fdr"] >= ALPHA:
+        return "fdr"
+    return None
+
+
 def fmt_interval(d, unit="", decimals=1, times=False):
     """ "95% CI lo to hi unit, n rounds" (ratios: "lo-hix"), or why there is
     none; rounds left out of the pairing are counted."""
@@ -154,6 +185,9 @@ def verdict(path, ratio):
         return "n/a"
     if status == "single":
         return f"{path} {ratio['mean']:.2f}x {BASELINE} ({no_interval(ratio)}: no interval, no verdict)"
+    if status == "straddles" and lost_to(ratio) == "fdr":
+        return (f"no measurable difference from {BASELINE} once the report's {ratio['fdr_family']} comparisons are "
+                f"judged together ({fmt_interval(ratio, times=True)} alone)")
     if status == "straddles":
         return f"no measurable difference from {BASELINE} ({fmt_interval(ratio, times=True)})"
     return f"{path} {ratio['mean']:.2f}x {BASELINE} ({fmt_interval(ratio, times=True)})"

@@ -98,5 +98,5 @@ def test_the_newest_floor_run_is_set_beside_a_run_of_the_paths(tmp_path):
     assert any("`sleep`: catalogue.json gives this workload no floor size" in x for x in lines)
     flat = floor.beside_paths(floor.build(f), wl, phases, {"mode": "max"})
     assert any("`uds-lo` carried 1.21x the requests/s of `tcp-lo`" in x for x in flat)
-    assert any("across two nginx, uncorrected" in x for x in flat)
+    assert any("across two nginx, the two nginx" in x for x in flat)
     assert floor.beside_paths(None, wl, phases, {})[0].startswith("No `make floor` run in results/")

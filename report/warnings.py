@@ -1,7 +1,7 @@
 """The report's warnings (pure), each threshold stated in its "How to read this"."""
 from report.lab import BASELINE
 from report.queries import NO_NGINX, UNPINNED
-from report.stats import fmt_interval, judge, no_interval
+from report.stats import fmt_interval, judge, lost_to, no_interval
 from report.values import METRICS, generator, headline, is_max
 
 # Warning thresholds (each stated in the report's "How to read this").
@@ -131,7 +131,10 @@ def ratio_warnings(workloads, settings):
                 r = e["ratio_to_tcp"][k]
                 status = judge(r)
                 label = METRICS[k][0]
-                if status == "straddles":
+                if status == "straddles" and lost_to(r) == "fdr":
+                    bad.append(f"{label}: no measurable difference from {BASELINE} once the report's comparisons are "
+                               f"judged together ({fmt_interval(r, times=True)} alone)")
+                elif status == "straddles":
                     bad.append(f"{label}: no measurable difference from {BASELINE} ({fmt_interval(r, times=True)} "
                                "includes 1)")
                 elif status == "single":
