@@ -53,24 +53,7 @@ APP_IMAGE_GONE = make: APP_IMAGE=$$APP_IMAGE: not on this machine and cannot be 
 
 .PHONY: up
 up: $(PASSWORD_FILE) ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset) and wait until healthy
-	@plan=$$(scripts/doctor.sh --up) || exit 1; set -a; eval "$$plan"; set +a; \
-	if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app nginx-log-exporter prometheus-auth; \
-	else $(COMPOSE) build nginx-log-exporter prometheus-auth; \
-	docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE" || { echo "$(APP_IMAGE_GONE)" >&2; exit 2; }; fi; \
-	$(COMPOSE) pull --policy missing --ignore-buildable $$UP_CORE $$UP_OPTIONAL 2>&1 | { grep -v "Skipped - Image is already present" || true; } || { \
-		echo "make up: an image the lab needs is not on this machine and cannot be pulled (above: which, and why): nothing was started" >&2; exit 2; }; \
-	for s in $$UP_LEFT_OUT; do $(COMPOSE) rm -fsv $$s >/dev/null 2>&1 || true; done; \
-	for s in $$UP_OPTIONAL; do $(COMPOSE) up -d --no-build --no-deps $$s >/dev/null 2>&1 || true; done; \
-	$(COMPOSE) up -d --no-build --wait $$UP_CORE; \
-	for s in $$UP_OPTIONAL; do \
-		$(COMPOSE) up -d --no-build --no-deps --wait $$s || { \
-			echo "make up: $$s did not start: left out ($(COMPOSE) logs $$s says why)" >&2; \
-			$(COMPOSE) rm -fsv $$s >/dev/null 2>&1 || true; }; \
-	done; \
-	scripts/doctor.sh --cadvisor-check || $(COMPOSE) rm -fsv cadvisor >/dev/null 2>&1 || true
-	@if [ -n "$(call env,APP_LO_NOTRACK)" ]; then $(COMPOSE) --profile notrack run --rm --build --no-deps notrack >/dev/null || { \
-		echo "make up: APP_LO_NOTRACK=$(call env,APP_LO_NOTRACK) could not be applied ($(COMPOSE) --profile notrack run --rm notrack says why)" >&2; exit 2; }; \
-		echo "loopback connection tracking in the app's namespace: $(if $(filter 1,$(call env,APP_LO_NOTRACK)),off,on) (APP_LO_NOTRACK)"; fi
+	@COMPOSE="$(COMPOSE)" scripts/up.sh
 	@echo
 	@echo "uds-lab is up:"
 	@echo "  nginx        http://127.0.0.1:$(call env,NGINX_PORT)/<path>/ping for its paths in catalogue.json"

@@ -87,7 +87,7 @@ fi
 # (compose recreates it, and its network namespace, when one changed, as the
 # generator's start would), then the rules, so that the run has them.
 if [ "${APP_LO_NOTRACK:-}" = 1 ]; then
-  { $COMPOSE up -d --no-build --wait app nginx nginx-lo && $COMPOSE --profile notrack run --rm --no-deps notrack; } \
+  { $COMPOSE up -d --no-build --wait app nginx nginx-lo && COMPOSE="$COMPOSE" scripts/up.sh notrack; } \
     >"$dir/notrack.log" 2>&1 || { echo "make: APP_LO_NOTRACK=1 could not be applied ($dir/notrack.log says why)" >&2; exit 2; }
 fi
 echo "$GENERATOR run testid=$TESTID$([ "$MODE" != max ] || echo ", max throughput")"

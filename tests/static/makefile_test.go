@@ -94,22 +94,30 @@ func TestOldLoadGeneratorSettingsStopTheRun(t *testing.T) {
 	}
 }
 
-// make up checks that every image is here or pullable before it starts
-// anything (a pull that fails leaves nothing half-started), and names
-// APP_IMAGE when that one is neither.
+// make up (scripts/up.sh) checks that every image is here or pullable before
+// it starts anything (a pull that fails leaves nothing half-started), and
+// names APP_IMAGE when that one is neither.
 func TestUpPullsBeforeItStartsAnything(t *testing.T) {
-	cmd := exec.Command("make", "-n", "up", "APP_IMAGE=example.invalid/app:1")
+	cmd := exec.Command("make", "-n", "up")
 	cmd.Dir = lab.Root(t)
 	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "scripts/up.sh") {
+		t.Fatalf("make -n up does not run scripts/up.sh: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(lab.Path(t, "scripts", "up.sh"))
 	if err != nil {
-		t.Fatalf("make -n up: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	s := string(out)
-	pull, start := strings.Index(s, "pull --policy missing"), strings.Index(s, " up -d")
-	if pull < 0 || start < 0 || pull > start {
-		t.Errorf("make up does not pull what is missing before its first `up -d` (pull at %d, up at %d):\n%s", pull, start, s)
+	s := string(b)
+	steps := regexp.MustCompile(`(?m)^\s*""\) (.*) ;;$`).FindStringSubmatch(s)
+	if steps == nil || !regexp.MustCompile(`\bbuild; pull; start\b`).MatchString(steps[1]) {
+		t.Errorf("scripts/up.sh does not build and pull before it starts the lab: %q", steps)
 	}
-	if !strings.Contains(s, `make: APP_IMAGE=$APP_IMAGE: not on this machine and cannot be pulled`) {
-		t.Errorf("make up does not name APP_IMAGE when its image cannot be had:\n%s", s)
+	pull := regexp.MustCompile(`(?s)\npull\(\) \{.*?\n\}`).FindString(s)
+	if !strings.Contains(pull, "pull --policy missing") || strings.Contains(pull, " up -d") {
+		t.Errorf("scripts/up.sh's pull does not pull what is missing, or starts something:\n%s", pull)
+	}
+	if !strings.Contains(s, `APP_IMAGE=$APP_IMAGE: not on this machine and cannot be pulled`) {
+		t.Errorf("scripts/up.sh does not name APP_IMAGE when its image cannot be had")
 	}
 }
