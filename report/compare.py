@@ -59,10 +59,10 @@ def gains(rep):
     for w, wl in rep["workloads"].items():
         rounds = by_round(rep["phases"], w)
         for uds, tcp, handling, _, key in PAIRS:
-            # The report's own judgment where it paired the pair in make load's
-            # interleaved stream (one place decides); else the rounds.
+            # The report's own judgment (one place decides: paired in make load's
+            # interleaved stream or by rounds, with the report's corrections,
+            # Holm's and Benjamini-Hochberg's); the rounds only for a report without it.
             mixed = (((wl.get("breakdown") or {}).get(key) or {}).get("figures") or {}).get("client_p50_ms")
-            mixed = mixed if mixed and mixed.get("blocks") else None
             both = uds in rounds and tcp in rounds
             if not both and mixed is None:
                 continue

@@ -130,3 +130,15 @@ def test_a_column_without_its_paths_says_which_were_left_out():
     c = compare.compare({"go": rep("c-go", {"tcp": [1.0, 1.1], "uds": [0.7, 0.8]})})
     md = compare.render(c)
     assert "| go | n/a (uds-lo and tcp-lo not in PATHS) | not measured (uds-lo and tcp-lo not in PATHS) |" in md
+
+
+def test_a_rounds_only_run_is_judged_as_its_report_judged_it():
+    """A run without the interleaved stream: compare takes the report's own
+    figure, with the report's corrections (here Benjamini-Hochberg took the
+    saving back), not a fresh, uncorrected one from the rounds."""
+    go = rep("c-go", {"tcp-lo": [1.0, 1.1, 1.0], "uds-lo": [0.7, 0.81, 0.69]})
+    judged = {"mean": 300.0, "lo": 275.0, "hi": 325.0, "p": 0.004, "p_holm": 0.016, "p_fdr": 0.06, "rounds": 3,
+              "a_mean": 1033.0, "resolution": None, "fdr_family": 120}
+    go["workloads"]["ping"]["breakdown"] = {"socket_new": {"figures": {"client_p50_ms": judged}}}
+    g = compare.compare({"go": go})["stacks"]["go"]["workloads"]["ping"]["uds-lo/tcp-lo"]
+    assert g["p50_saved_us"] is judged and g["verdict"] == "no measurable difference"
