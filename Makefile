@@ -69,16 +69,6 @@ up: $(PASSWORD_FILE) ## Start the lab (builds the app unless APP_IMAGE is set; S
 # failed to start leaves `make report` on the last good one.
 loaded = if [ -f results/$(TESTID)/load.json ] || [ -f results/$(TESTID)/floor.json ]; then echo $(TESTID) > results/last; fi
 
-# K6_CPUS, K6_MEMORY and K6_CPUSET were renamed LOADGEN_* (they govern wrk as
-# well as k6): a value left under an old name stops the run, naming the new one,
-# rather than being ignored.
-OLD_LOADGEN = $(strip $(foreach n,CPUS MEMORY CPUSET,$(if $(call env,K6_$(n)),K6_$(n))))
-.PHONY: loadgen-settings
-loadgen-settings:
-	@$(if $(OLD_LOADGEN),for n in $(OLD_LOADGEN); do \
-		echo "$$n is no longer read: the load generator's (k6 or wrk) setting is LOADGEN_$${n#K6_}; rename it in .env or your shell" >&2; \
-	done; exit 2,:)
-
 # make load and make max drive the lab make up started; compose would start
 # a part of it otherwise (no watchers, no doctor's checks) and leave it running.
 define lab_is_up
@@ -96,12 +86,12 @@ run_plan = rc=0; COMPOSE="$(COMPOSE)" TESTID=$(TESTID) MODE=$(1) GENERATOR=$(2) 
 	loadgen/run.sh || rc=$$?; $(loaded); exit $$rc
 
 .PHONY: load
-load: loadgen-settings ## Drive each path in turn through nginx at a fixed rate with k6 (SCENARIO, RATE, DURATION, ROUNDS, PRECISION, PATHS, SEED)
+load: ## Compare the paths at a fixed rate with k6: one stream interleaving every path (the answer), then paired rounds per path (the costs) (SCENARIO, RATE, INTERLEAVE, ROUNDS, DURATION, PATHS, SEED)
 	$(lab_is_up)
 	@$(call run_plan,rate,k6)
 
 .PHONY: max
-max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6, wrk, or oha for the direct paths; CONNECTIONS, DURATION, ROUNDS, PRECISION, PATHS, SEED)
+max: ## Find each path's throughput limit (GENERATOR=k6, wrk, or oha for the direct paths; CONNECTIONS, DURATION, ROUNDS, PRECISION, PATHS, SEED)
 	$(lab_is_up)
 	@$(call run_plan,max,$(call env,GENERATOR))
 
@@ -109,7 +99,7 @@ max: loadgen-settings ## Find each path's throughput limit (GENERATOR=k6, wrk, o
 # flat out at rising connections (SWEEP=connections: wrk, which k6 on one core
 # could not match); report/sweep.py judges each step.
 .PHONY: sweep
-sweep: loadgen-settings ## Latency against load: every path at rising fixed rates up to and past its limit (SWEEP_RATES or SWEEP_FROM/TO/STEPS, SWEEP_ROUNDS); SWEEP=connections: flat out at SWEEP_CONNECTIONS
+sweep: ## Latency against load: every path at rising fixed rates up to and past its limit (SWEEP_RATES or SWEEP_FROM/TO/STEPS, SWEEP_ROUNDS); SWEEP=connections: flat out at SWEEP_CONNECTIONS
 	$(lab_is_up)
 	@$(call run_plan,sweep,$(if $(filter connections,$(call env,SWEEP)),wrk,$(if $(filter oha,$(call env,GENERATOR)),oha,k6)))
 
@@ -127,7 +117,7 @@ overhead: ## What observing costs each path: the full lab against nginx + app al
 
 # One make up, load and report per stack, then one comparison (loadgen/compare.sh).
 .PHONY: compare
-compare: loadgen-settings ## The same load on each stack in turn, and what the socket saves on each side by side (STACKS=go,php-fpm,... default all; SCENARIO, RATE, PATHS, ...)
+compare: ## The same load on each stack in turn, and what the socket saves on each side by side (STACKS=go,php-fpm,... default all; SCENARIO, RATE, PATHS, ...)
 	COMPOSE="$(COMPOSE)" MAKE="$(MAKE)" TESTID=compare-$(TESTID) loadgen/compare.sh
 
 .PHONY: report

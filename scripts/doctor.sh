@@ -83,8 +83,7 @@ selected() { # selected SERVICE: is it among $SERVICES (empty: all)?
 gather() {
   local n v img info rc
   SERVICES=$(setting SERVICES)
-  for n in SERVICES APP_CPUSET NGINX_CPUSET LOADGEN_CPUSET MONITORING_CPUSET APP_CPUS NGINX_CPUS LOADGEN_CPUS NGINX_PORT PROMETHEUS_PORT GRAFANA_PORT \
-    K6_CPUS K6_MEMORY K6_CPUSET; do
+  for n in SERVICES APP_CPUSET NGINX_CPUSET LOADGEN_CPUSET MONITORING_CPUSET APP_CPUS NGINX_CPUS LOADGEN_CPUS NGINX_PORT PROMETHEUS_PORT GRAFANA_PORT; do
     echo "set_$n=$(setting "$n")"
   done
   echo "make_version=$(make --version 2>/dev/null | awk 'NR == 1 { print $NF }')"
@@ -227,13 +226,6 @@ judge() {
       lab) row ok "port $v" "in use by this lab ($n)" ;;
       taken) row FAIL "port $v" "127.0.0.1:$v is taken by another process ($n)" "set $n to a free port in .env or on the command line (make up $n=...)"; fail=1 ;;
     esac
-  done
-
-  # The load generator's limits were K6_*, and govern wrk too: now LOADGEN_*.
-  # A value under an old name would be ignored; it stops the start instead.
-  for k in CPUS MEMORY CPUSET; do
-    v=$(f "set_K6_$k")
-    [ -n "$v" ] && { row FAIL "K6_$k" "K6_$k=$v is no longer read: the load generator's (k6 or wrk) setting is LOADGEN_$k" "rename it LOADGEN_$k in .env or your shell"; fail=1; }
   done
 
   # CPU sets and limits against the engine's cores.

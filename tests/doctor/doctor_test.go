@@ -201,18 +201,6 @@ func TestNoEngineAndOldTools(t *testing.T) {
 	hasNot(t, "no python3", plan, "UP_BLOCKED")
 }
 
-// K6_CPUS, K6_MEMORY and K6_CPUSET became LOADGEN_* (they govern wrk too): a
-// value left under an old name stops the start and names the new one.
-func TestOldLoadGeneratorSettings(t *testing.T) {
-	rows, plan := judge(t, "testbed-20.10-cgroupv1.txt", "set_K6_CPUSET=1", "set_K6_MEMORY=4g")
-	has(t, "rows", rows,
-		"row|FAIL|K6_CPUSET|K6_CPUSET=1 is no longer read: the load generator's (k6 or wrk) setting is LOADGEN_CPUSET|rename it LOADGEN_CPUSET",
-		"row|FAIL|K6_MEMORY|K6_MEMORY=4g is no longer read")
-	has(t, "plan", plan, "UP_BLOCKED=1")
-	rows, plan = judge(t, "testbed-20.10-cgroupv1.txt", "set_K6_CPUS=", "set_LOADGEN_CPUSET=1")
-	hasNot(t, "new names only", rows+plan, "FAIL", "UP_BLOCKED")
-}
-
 func TestPortsAndSubsets(t *testing.T) {
 	rows, plan := judge(t, "testbed-20.10-cgroupv1.txt", "port_NGINX_PORT=taken", "port_PROMETHEUS_PORT=lab")
 	has(t, "rows", rows, "row|FAIL|port 8080|127.0.0.1:8080 is taken by another process (NGINX_PORT)", "row|ok|port 9090|in use by this lab")

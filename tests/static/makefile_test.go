@@ -60,40 +60,6 @@ func TestTestIDFixedPerInvocation(t *testing.T) {
 	}
 }
 
-// K6_CPUS, K6_MEMORY and K6_CPUSET became LOADGEN_* (they govern wrk too):
-// `make load` and `make max` refuse a value left under an old name, naming the
-// new one, instead of running without the limit the user asked for.
-func TestOldLoadGeneratorSettingsStopTheRun(t *testing.T) {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "K6_") && !strings.HasPrefix(kv, "MAKEFLAGS=") {
-			env = append(env, kv)
-		}
-	}
-	run := func(args ...string) (string, error) {
-		cmd := exec.Command("make", append([]string{"loadgen-settings"}, args...)...)
-		cmd.Dir = lab.Root(t)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	if out, err := run(); err != nil {
-		t.Fatalf("make loadgen-settings with no old setting: %v\n%s", err, out)
-	}
-	for _, target := range []string{"load", "max"} {
-		cmd := exec.Command("make", "-n", "-p", target)
-		cmd.Dir = lab.Root(t)
-		out, err := cmd.CombinedOutput()
-		if err != nil || !regexp.MustCompile(`(?m)^`+target+`: loadgen-settings`).Match(out) {
-			t.Errorf("make %s does not check the old settings first (%v)", target, err)
-		}
-	}
-	out, err := run("K6_CPUSET=1")
-	if err == nil || !strings.Contains(out, "K6_CPUSET is no longer read: the load generator's (k6 or wrk) setting is LOADGEN_CPUSET") {
-		t.Errorf("make with K6_CPUSET=1: err %v, want a failure naming LOADGEN_CPUSET:\n%s", err, out)
-	}
-}
-
 // make up (scripts/up.sh) checks that every image is here or pullable before
 // it starts anything (a pull that fails leaves nothing half-started), and
 // names APP_IMAGE when that one is neither.
