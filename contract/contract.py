@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`make contract APP_IMAGE=<image>`: checks an app image against the lab's app
-contract (README, "The app and its contract") and prints two tables: the
+contract (docs/your-app.md, "The app and its contract") and prints two tables: the
 required clauses (pass or FAIL, and why) and the optional ones (pass or
 missing, and what that costs: the dashboard panels left empty, the workloads
 that cannot run).

@@ -17,7 +17,7 @@
 # after WARMUP seconds of warm-up per path. Neither generator writes to
 # Prometheus here (it would be stopped in bare), so the client side is the
 # same in every setup. NGINX_CPUSET, APP_CPUSET and LOADGEN_CPUSET pin as in
-# make load; set them (README, "Pinning") or the figures are noise.
+# make load; set them (.env, "Resources") or the figures are noise.
 #
 # Needs the lab up (`make up`); leaves it as the full setup. Results:
 # results/<TESTID>/overhead.md and overhead.json, one load.json per
