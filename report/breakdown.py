@@ -5,7 +5,7 @@ differences), and the answer in plain words: the terms the catalogue marks
 from report import interleaved
 from report.lab import CATALOGUE, TERMS
 from report.stats import (diff_stats, fmt_interval, has_interval, holm, judge, lost_to, measurable, no_interval,
-                          ratio_stats, significant)
+                          ratio_stats, significant, stein)
 from report.values import generator, is_max
 
 # The figures a term is given in: (key in METRICS, label, scale to the unit, unit).
@@ -92,13 +92,16 @@ def figures_for(settings):
     return [f for f in TERM_FIGURES if f[0] != "client_p50_ms"] if is_max(settings) else TERM_FIGURES
 
 
-def breakdown(phases, workload, figures=TERM_FIGURES, mixed=None, flat=False):
+def breakdown(phases, workload, figures=TERM_FIGURES, mixed=None, flat=False, first_stage=None):
     """Every term whose paths were measured: its difference per figure. mixed:
     make load's interleaved phase of the workload, whose blocks give the
     client median's terms (paired at the same instant); the costs come from
     the phases of one path at a time. flat (max mode): each term also has
     "rps", its second path's requests/s over its first's, round by round
-    (the answer's throughput, and what make floor sets beside its pair)."""
+    (the answer's throughput, and what make floor sets beside its pair).
+    first_stage: a PRECISION run's first stage (its rounds): the answer's
+    comparisons get Stein's interval, which keeps its 95% though the run's
+    length came from that stage's spread."""
     rounds = by_round(phases, workload)
     blocks = interleaved.blocks(mixed) if mixed else None
     out = {}
@@ -116,6 +119,10 @@ def breakdown(phases, workload, figures=TERM_FIGURES, mixed=None, flat=False):
                 out[t["key"]]["figures"]["rps"] = ratio_stats(rounds[b].get("rps", {}), rounds[a].get("rps", {}))
     # The answer's comparisons are judged together, in the answer and in the table alike.
     answer_keys = [t["key"] for t in TERMS if t.get("answer") and t["key"] in out]
+    for k in answer_keys:
+        d = out[k]["figures"].get("rps" if flat else "client_p50_ms")
+        if d is not None and not d.get("blocks"):
+            stein(d, first_stage)
     holm([out[k]["figures"].get("rps" if flat else "client_p50_ms") for k in answer_keys])
     return out
 

@@ -126,7 +126,8 @@ def build_report(k6, compose, query, prometheus_url=None):
                                            "dropped_iterations": mixed.get("dropped_iterations") or 0}
             warnings += interleaved_warnings(w, mixed, settings)
     for w, wl in workloads.items():
-        wl["breakdown"] = breakdown(phases, w, figures_for(settings), interleaved.mixed_phase(k6, w), is_max(settings))
+        wl["breakdown"] = breakdown(phases, w, figures_for(settings), interleaved.mixed_phase(k6, w), is_max(settings),
+                                    (k6.get("precision") or {}).get("first_stage_rounds"))
     # The client straight to the app (make max GENERATOR=oha with the direct paths).
     direct = straight_to_the_app(phases, workloads) if is_max(settings) else {}
     # Every comparison the report judges, beyond the answer's own Holm: Benjamini-Hochberg across the report.

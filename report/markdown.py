@@ -225,13 +225,17 @@ def precision_line(p):
     if not p["comparisons"]:
         return (f"Precision: PRECISION={p['target_pct']:g}% had no comparison of the answer to narrow (PATHS holds "
                 f"no pair of it): {p['rounds']} rounds were run.")
+    stein = (f" Stein's two-stage procedure: the first {p['first_stage_rounds']} rounds' spread set how many the run "
+             "took, and the answer's intervals take their spread from them, so they keep their 95%."
+             if p.get("first_stage_rounds") else "")
     if p["met"]:
         return (f"Precision: every comparison of the answer reached {target} of its first path's figure after "
-                f"{p['rounds']} rounds (PRECISION; at most {p['max_rounds']}).")
+                f"{p['rounds']} rounds (PRECISION; at most {p['max_rounds']}).{stein}")
     worst = max(p["comparisons"], key=lambda c: float("inf") if c["half_width"] is None else c["half_width"])
     w = "no interval" if worst["half_width"] is None else f"+/-{worst['half_width']:.1%}"
     return (f"Precision: **not met**: the target was {target}; after {p['rounds']} rounds (MAX_ROUNDS) the widest "
-            f"comparison is {w} ({worst['pair']}, `{worst['workload']}`). More rounds, or a quieter machine, narrow it.")
+            f"comparison is {w} ({worst['pair']}, `{worst['workload']}`). More rounds, or a quieter machine, narrow it."
+            f"{stein}")
 
 
 def phases_named(names, total, most=6):

@@ -1294,3 +1294,17 @@ def test_the_socket_costing_more_is_said_as_a_cost():
     p50 = {**EIGHT, "uds-lo": [0.85, 0.905, 0.87]}  # 50, 55, 50 µs slower than tcp-lo
     text = build(p50_run(p50))["workloads"]["ping"]["answer"]
     assert "the socket cost 52 µs (6% of tcp-lo's median) against TCP over loopback" in text
+
+
+def test_a_precision_runs_answer_takes_its_spread_from_the_first_stage():
+    """PRECISION: the first 3 rounds set how many the run took; the answer's
+    intervals are Stein's (their spread), and the report says so."""
+    p50 = {k: v + v for k, v in EIGHT.items()}  # 6 rounds: the first stage's 3, then 3 more
+    k6 = p50_run(p50, rounds=6)
+    k6["precision"] = {"target_pct": 5.0, "met": True, "rounds": 6, "max_rounds": 12, "first_stage_rounds": 3,
+                       "comparisons": [{"workload": "ping", "term": "socket_new", "pair": "uds-lo against tcp-lo",
+                                        "rounds": 6, "half_width": 0.04}]}
+    rep = build(k6)
+    d = rep["workloads"]["ping"]["breakdown"]["socket_new"]["figures"]["client_p50_ms"]
+    assert d["first_stage"] == 3 and "Stein" in d["method"]
+    assert "Stein's two-stage procedure: the first 3 rounds' spread set how many" in markdown.render_markdown(rep)
