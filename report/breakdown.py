@@ -235,7 +235,10 @@ def answer(w, phases, settings, terms=None, unpooled=None, route=None):
         return out + "".join(f" {n[0].upper()}{n[1:]}." for n in notes)
     out = f"**`{w}`** (`{route}`), {at}, client median: " + " ".join(sentences)
     judged = (f"the {len(chosen)} comparisons are judged together (Holm's correction)" if len(chosen) > 1
-              else "one comparison, judged on its own")
+              else "one comparison")
+    family = max((terms[t["key"]]["figures"]["client_p50_ms"] or {}).get("fdr_family") or 0 for t in chosen)
+    if family > len(chosen):
+        judged += f", and with every comparison of the report ({family}, Benjamini-Hochberg)"
     method = interleaved.describe({t["key"]: terms[t["key"]] for t in chosen}) or \
         "Each interval is a 95% paired t-interval over rounds"
     out += f" {method}; {judged}."
@@ -273,7 +276,9 @@ def max_answer(w, phases, settings, unpooled=None, terms=None):
         return (f"**`{w}`**: this run did not measure the socket and TCP through the same nginx: "
                 "no answer to give.")
     out = (f"**`{w}`**, each path flat out ({generator(settings)}, {settings.get('connections')} connections): "
-           + "; ".join(parts) + f". Ratios of the geometric mean, Holm's correction over {len(parts)} comparisons.")
+           + "; ".join(parts) + f". Ratios of the geometric mean, Holm's correction over {len(parts)} comparisons"
+           + (f", and Benjamini-Hochberg's over every comparison of the report ({family})."
+              if (family := max((r or {}).get("fdr_family") or 0 for r in ratios)) > len(parts) else "."))
     if unpooled:
         words = pooled_words(unpooled)
         out += f" {words[0].upper()}{words[1:]}, each request opened a new connection too."

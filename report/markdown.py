@@ -203,7 +203,9 @@ def breakdown_table(terms, settings=None):
     lines = [
         "Where the time goes: one path minus another, round by round (less two more, where a term says so); mean "
         f"({CONFIDENCE:.0%} paired t-interval over rounds, share of the first path's figure). An interval that "
-        "includes 0 is no measurable difference, and so is one below the resolution of the counter it was read from."
+        "includes 0 is no measurable difference, and so is one below the resolution of the counter it was read from. "
+        "Every cell is judged with every other comparison of the report (Benjamini-Hochberg, false discovery rate "
+        "5%): a number is a finding that survived it; the rest are no measurable difference."
         + (" Flat out, a path's latency is mostly its queue at the limit, not a cost: the terms are in CPU and "
            "context switches per request only." if is_max(settings or {}) else ""),
         "",
