@@ -161,7 +161,10 @@ def read_settings(env, catalogue):
         raise SettingError(f"PATHS: {', '.join(direct)} needs GENERATOR=oha (no nginx: the app's own socket, which "
                            f"{s['generator']} cannot dial)")
     s["pairs"] = pair_units(s["paths"], catalogue)
-    if s["mode"] == "rate":
+    # make load's interleaved stream, and each step's of a sweep of rates with
+    # k6 (wrk and oha drive one URL at a time: they cannot interleave).
+    if s["mode"] == "rate" or (s["mode"] == "sweep" and setting(env, "SWEEP", "rate") == "rate"
+                               and s["generator"] == "k6"):
         interleave_settings(env, s)
     if s["rounds"] == 0 and not s.get("interleave"):
         raise SettingError('ROUNDS="0": must be a whole number >= 1 (0 only for make load with INTERLEAVE: the '
@@ -170,7 +173,7 @@ def read_settings(env, catalogue):
         del s["rate"]  # a flat-out run has no rate
     if s["precision"] is None:
         del s["precision"]
-    elif s.get("interleave"):
+    elif s.get("interleave") and s["mode"] == "rate":
         raise SettingError("PRECISION: make load's answer comes from its interleaved stream (INTERLEAVE seconds), "
                            "which PRECISION does not lengthen: give INTERLEAVE=0 for rounds of one path at a time, "
                            "or a longer INTERLEAVE")
@@ -381,11 +384,12 @@ def plan(s, route, first=1):
     phases, at = [], (s["idle"] + GAP_SECONDS if s["idle"] > 0 and fresh else 0)
     last = first + s["rounds"] - 1
     per_round = paired_orders(s.get("pairs") or [[p] for p in s["paths"]], last, s["seed"] + (step or 1) - 1)
-    mixed = bool(s.get("interleave")) and fresh
+    # The interleaved stream: make load's, once; a sweep's at every step (its paths, its rate).
+    mixed = bool(s.get("interleave")) and first == 1
     for w in s["workloads"]:
         order = []
         if mixed:  # the interleaved stream warms every path up, then is measured
-            order += [(MIX, 0, s["warmup"])] if s["warmup"] > 0 else []
+            order += [(MIX, 0, s["warmup"])] if s["warmup"] > 0 and fresh else []
             order.append((MIX, 1, s["interleave"]))
         elif s["warmup"] > 0 and fresh:
             order += [(p, 0, s["warmup"]) for p in s["paths"]]
@@ -452,9 +456,11 @@ def describe_step(s, phases, route):
     """A sweep's step in words; the first also says the whole sweep's most."""
     step, rates = s["step"], s["rates"]
     at = f"{s['rate']} req/s" if s["sweep"] == "rate" else f"{s['connections']} connections flat out ({s['generator']})"
+    stream = (f"{s['interleave']} s of the {len(s['paths'])} paths interleaved request by request (the socket's "
+              f"savings), then " if s.get("interleave") else "")
     out = (f"sweep step {step}/{len(rates)} at {at}: {len(phases)} phases, about "
-           f"{clock(length_s(phases))}: {len(s['paths'])} paths x ({s['rounds']} x {s['duration']} s), order "
-           f"counterbalanced (SEED={s['seed']})")
+           f"{clock(length_s(phases))}: {stream}{len(s['paths'])} paths x ({s['rounds']} x {s['duration']} s) one at "
+           f"a time (where each bends and breaks), order counterbalanced (SEED={s['seed']})")
     if step == 1:
         key = "rate" if s["sweep"] == "rate" else "connections"
         most = length_s(phases) + sum(length_s(plan({**s, "step": i, key: r}, route)) + 5

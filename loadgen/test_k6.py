@@ -153,7 +153,7 @@ def test_k6_runs_a_sweeps_step_at_its_rate_and_counts_how_a_path_fails(k6, tmp_p
     catalogue, hits = local_catalogue
     env = {"RESULTS": str(tmp_path), "TESTID": "k3", "SEED": "4", "CATALOGUE": str(catalogue), "MODE": "sweep",
            "PATHS": "uds", "SCENARIO": "custom", "ENDPOINT": "/status/502", "SWEEP_RATES": "10,30",
-           "SWEEP_STEP": "2", "SWEEP_ROUNDS": "2", "DURATION": "1", "WARMUP": "0", "IDLE": "0"}
+           "SWEEP_STEP": "2", "SWEEP_ROUNDS": "2", "DURATION": "1", "WARMUP": "0", "IDLE": "0", "INTERLEAVE": "0"}
     assert runplan.main(env) == 0
     res = subprocess.run([k6, "run", "--quiet", "--no-color", str(SCRIPT)],
                          env=k6_env(PLAN=tmp_path / "k3" / "plan-s2.json"), capture_output=True, text=True, timeout=60)
@@ -168,3 +168,24 @@ def test_k6_runs_a_sweeps_step_at_its_rate_and_counts_how_a_path_fails(k6, tmp_p
                                  "timeout": 0, "connect_timeout": 0}
         assert "p999" in p["duration_ms"]
     assert hits["/uds/status/502"] == sum(p["requests"] for p in load["phases"])
+
+
+def test_k6_runs_a_sweeps_interleaved_stream_at_the_steps_rate(k6, tmp_path, local_catalogue):
+    """A sweep's step opens with its stream: every path of the step in one
+    arrival stream at the step's rate, counted per path and per block."""
+    catalogue, hits = local_catalogue
+    env = {"RESULTS": str(tmp_path), "TESTID": "k4", "SEED": "4", "CATALOGUE": str(catalogue), "MODE": "sweep",
+           "PATHS": "tcp,uds", "SWEEP_RATES": "10,40", "SWEEP_STEP": "2", "SWEEP_ROUNDS": "2", "DURATION": "1",
+           "WARMUP": "0", "IDLE": "0", "INTERLEAVE": "10"}
+    assert runplan.main(env) == 0
+    res = subprocess.run([k6, "run", "--quiet", "--no-color", str(SCRIPT)],
+                         env=k6_env(PLAN=tmp_path / "k4" / "plan-s2.json"), capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr[-2000:]
+    load = json.loads((tmp_path / "k4" / "load-s2.json").read_text())
+    jsonschema.validate(load, json.loads(runplan.SCHEMA.read_text()))
+    mix = load["phases"][0]
+    assert (mix["path"], mix["step"], mix["rate"]) == ("mix", 2, 40)
+    assert set(mix["by_path"]) == {"tcp", "uds"}
+    for v in mix["by_path"].values():
+        assert 150 <= v["requests"] <= 250 and len(v["blocks"]) == 10  # 40 req/s shared by two paths for 10 s
+

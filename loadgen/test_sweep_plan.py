@@ -43,25 +43,43 @@ def test_bad_sweep_settings_are_named(env, message):
 
 
 def test_the_first_step_has_idle_and_warm_up_a_later_one_neither():
-    first = runplan.build(BASE, CATALOGUE)
+    first = runplan.build({**BASE, "INTERLEAVE": "0"}, CATALOGUE)
     assert first["idle"] == {"start_offset_s": 0, "duration_s": 10}
     assert [p["name"] for p in first["phases"][:3]] == ["ping__tcp-lo__s1__r0", "ping__uds-lo__s1__r0",
                                                         first["phases"][2]["name"]]
     assert {(p["step"], p["rate"]) for p in first["phases"]} == {(1, 100)}
     assert len([p for p in first["phases"] if p["round"] >= 1]) == 2 * 3  # SWEEP_ROUNDS, not ROUNDS
     assert "sweep step 1/6 at 100 req/s" in first["describe"] and "at most" in first["describe"]
-    later = runplan.build({**BASE, "SWEEP_STEP": "3", "PATHS": "uds-lo"}, CATALOGUE)
+    later = runplan.build({**BASE, "INTERLEAVE": "0", "SWEEP_STEP": "3", "PATHS": "uds-lo"}, CATALOGUE)
     assert later["idle"] is None and later["phases"][0]["start_offset_s"] == 0
     assert [(p["name"], p["rate"]) for p in later["phases"]] == [(f"ping__uds-lo__s3__r{r}", 250) for r in (1, 2, 3)]
     # Every round of a step has each path once, in a counterbalanced order.
     assert all(sorted(p["path"] for p in first["phases"] if p["round"] == r) == ["tcp-lo", "uds-lo"] for r in (1, 2, 3))
 
 
+def test_every_step_of_a_k6_sweep_of_rates_starts_with_its_interleaved_stream():
+    """The savings at a step come from one stream of the step's paths at its
+    rate (the first step's warmed up); each path alone after it, for its knee."""
+    first = runplan.build({**BASE, "INTERLEAVE": "20"}, CATALOGUE)
+    names = [p["name"] for p in first["phases"]]
+    assert names[:2] == ["ping__mix__s1__r0", "ping__mix__s1__r1"]
+    mix = first["phases"][1]
+    assert (mix["path"], mix["paths"], mix["duration_s"], mix["rate"], mix["step"]) == ("mix", ["tcp-lo", "uds-lo"], 20, 100, 1)
+    assert sorted(p["path"] for p in first["phases"][2:]) == ["tcp-lo"] * 3 + ["uds-lo"] * 3
+    assert "20 s of the 2 paths interleaved" in first["describe"]
+    later = runplan.build({**BASE, "INTERLEAVE": "20", "SWEEP_STEP": "3"}, CATALOGUE)
+    assert [p["name"] for p in later["phases"]][:1] == ["ping__mix__s3__r1"] and later["phases"][0]["rate"] == 250
+    # oha and a sweep of connections drive one URL at a time: no stream.
+    for env in ({"GENERATOR": "oha"}, {"SWEEP": "connections", "GENERATOR": "wrk"}):
+        assert all(p["path"] != "mix" for p in runplan.build({**BASE, "INTERLEAVE": "20", **env}, CATALOGUE)["phases"])
+
+
 def test_a_later_step_writes_its_own_plan_file(tmp_path):
     assert runplan.main({**BASE, "RESULTS": str(tmp_path), "SWEEP_STEP": "2"}) == 0
     assert [p.name for p in (tmp_path / "s").iterdir()] == ["plan-s2.json"]
     doc = json.loads((tmp_path / "s" / "plan-s2.json").read_text())
-    assert doc["settings"]["step"] == 2 and all(p["url"].endswith("/ping") for p in doc["phases"])
+    assert doc["settings"]["step"] == 2
+    assert all(u.endswith("/ping") for p in doc["phases"] for u in ([p["url"]] if "url" in p else p["urls"].values()))
 
 
 def test_oha_may_sweep_rates_too():

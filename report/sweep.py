@@ -21,8 +21,9 @@ statistics) and, where Prometheus answers, each phase's server figures as a
 run of make load has them: per step and path the achieved rate and the
 client's p50, p90, p99 and p99.9 over rounds with their 95% intervals, what
 failed and how, the app's and nginx's CPU per request and nginx's 5xx, what
-the socket saved at each rate through the same nginx (paired rounds, as the
-answer of make load), each path's knee and how it failed past it, and a chart
+the socket saved at each rate through the same nginx (paired second by
+second in the step's interleaved stream, as make load's answer; over rounds
+where the step has none), each path's knee and how it failed past it, and a chart
 of latency against achieved load. A step whose generator used 90% or more of
 its CPU limit is k6's, not the path's: said, and left out of the knee."""
 import math
@@ -33,6 +34,8 @@ from statistics import NormalDist
 from scipy import stats as sps
 
 from report.breakdown import HANDLING, lost_to_holm
+from report.interleaved import MIX, block_diff
+from report.interleaved import blocks as mix_blocks
 from report.lab import PATH_COLOURS, TERMS
 from report.precision import between_batches, merge
 from report.stats import ALPHA, CONFIDENCE, diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, t_interval
@@ -58,7 +61,19 @@ STATUS_WORDS = {"502": "502 (nginx could not reach the app)", "503": "503", "504
 
 
 def measured(load):
-    return [p for p in load["phases"] if p.get("round", 0) >= 1 and p.get("step")]
+    """The measured phases of one path at a time (a step's interleaved stream is no path's)."""
+    return [p for p in load["phases"] if p.get("round", 0) >= 1 and p.get("step") and p.get("path") != MIX]
+
+
+def streams(load):
+    """{step: its measured interleaved stream} (a k6 sweep of rates with INTERLEAVE)."""
+    return {p["step"]: p for p in load["phases"] if p.get("round", 0) >= 1 and p.get("step") and p.get("path") == MIX}
+
+
+def stream_held(stream):
+    """Whether a step's stream held MIN_HELD of its rate: below, its latency is a queue's."""
+    sent = sum(v["requests"] for v in (stream.get("by_path") or {}).values())
+    return sent >= MIN_HELD * stream["rate"] * stream["duration_s"]
 
 
 def rps(p):
@@ -262,21 +277,29 @@ def peak(path, by_step):
 
 
 def savings(load):
-    """{step: [(term, figure)]}: the answer's same-nginx pairs at each step,
-    paired over its rounds: at a fixed rate the client median's difference
-    (TCP minus the socket, µs); flat out (a sweep of connections) the ratio of
-    requests/s (the socket's to TCP's). Not yet corrected: build() judges
-    every step's pairs together."""
+    """{step: [(term, figure)]}: the answer's same-nginx pairs at each step. At
+    a fixed rate the client median's difference (TCP minus the socket, µs):
+    paired second by second in the step's interleaved stream where it has one
+    (as make load's answer), else over its rounds; flat out (a sweep of
+    connections) the ratio of requests/s (the socket's to TCP's) over rounds.
+    Not yet corrected: build() judges every step's pairs together."""
     flat = load["settings"].get("sweep") == "connections"
     out = {}
     for p in measured(load):
         v = rps(p) if flat else (p.get("duration_ms") or {}).get("p50")
         out.setdefault(p["step"], {}).setdefault(p["path"], {})[p["round"]] = v
+    mixed = {} if flat else streams(load)
     res = {}
-    for step, by_path in sorted(out.items()):
+    for step in sorted(set(out) | set(mixed)):
+        stream = mixed.get(step)
+        by_path = mix_blocks(stream) if stream else out[step]
         chosen = [t for t in TERMS if t.get("answer") and all(x in by_path for x in t["paths"])]
-        figs = [ratio_stats(by_path[t["paths"][1]], by_path[t["paths"][0]]) if flat
-                else diff_stats(by_path[t["paths"][0]], by_path[t["paths"][1]], 1e3) for t in chosen]
+        if flat:
+            figs = [ratio_stats(by_path[t["paths"][1]], by_path[t["paths"][0]]) for t in chosen]
+        elif stream:
+            figs = [block_diff(by_path, *t["paths"], scale=1e3, block_s=stream.get("block_s", 1)) for t in chosen]
+        else:
+            figs = [diff_stats(by_path[t["paths"][0]], by_path[t["paths"][1]], 1e3) for t in chosen]
         res[step] = list(zip(chosen, figs))
     return res
 
@@ -288,9 +311,10 @@ def build(load, server=None, k6_cpus=None, server_missing=None, backlog=None):
     by_step = steps(load, server, k6_cpus)
     paths = list(dict.fromkeys(p for o in by_step.values() for p in o))
     flat = load["settings"].get("sweep") == "connections"
+    mixed = streams(load)
     saved = {str(s): [{"term": t["key"], "pair": t["paths"], "handling": t["answer"],
                        ("ratio" if flat else "diff_us"): d,
-                       "past_limit": [p for p in t["paths"] if by_step[s][p]["failed"]] if not flat else []}
+                       "past_limit": [] if flat else past_limit(t["paths"], by_step.get(s, {}), mixed.get(s))}
                       for t, d in pairs]
              for s, pairs in savings(load).items()}
     # Every step's pairs are the sweep's answer: judged together (Holm), the
@@ -303,6 +327,13 @@ def build(load, server=None, k6_cpus=None, server_missing=None, backlog=None):
             "peaks": {p: peak(p, by_step) for p in paths} if flat else {},
             "savings": saved,
             "charts": [], "warnings": all_short(by_step, load["settings"]["workloads"][0])}
+
+
+def past_limit(pair, outcome, stream):
+    """What of a pair was past its limit at a step (its latency there a queue's,
+    not a cost): a path that failed the step alone, or the step's stream."""
+    out = [p for p in pair if (outcome.get(p) or {}).get("failed")]
+    return out + (["the interleaved stream"] if stream and not stream_held(stream) else [])
 
 
 def all_short(by_step, load_workload=None):
@@ -359,6 +390,21 @@ def saving_words(x):
             f"({abs(d['relative']):.0%} of {tcp}'s median; {fmt_interval(d, 'µs', 0)})")
 
 
+def saving_method(rep):
+    """How the savings were paired, in words."""
+    s = rep["settings"]
+    if s.get("sweep") == "connections":
+        return f"Requests/s flat out (ratios: geometric means), paired over {s['rounds']} rounds a step"
+    blocks = [x["diff_us"] for xs in rep["savings"].values() for x in xs if x.get("diff_us") and x["diff_us"].get("blocks")]
+    if not blocks:
+        return f"Client median ({rep['generator']}'s own), paired over {s['rounds']} rounds a step"
+    return (f"Client median ({rep['generator']}'s own), paired second by second in each step's interleaved stream of "
+            f"its paths at its rate ({blocks[0]['blocks']} blocks of {blocks[0]['block_s']} s, a t-interval with a "
+            f"Newey-West standard error to lag {blocks[0]['lag']}, the 1 s differences' lag-1 autocorrelation at most "
+            f"{max(d['autocorrelation_blocks'] for d in blocks):.2f}); each path alone after it, {s['rounds']} rounds "
+            "a step, for where it bends and breaks")
+
+
 def failure_words(failed_at, unit):
     at, why, statuses = failed_at
     kinds = ", ".join(f"{n:,} {STATUS_WORDS.get(st, st)}" for st, n in statuses.items() if n)
@@ -391,11 +437,9 @@ def render(rep, rate=None):
     if not any(rep["savings"].values()):
         lines.append("This sweep did not measure the socket and TCP through the same nginx (PATHS needs a pair of "
                      "catalogue.json's answer terms, e.g. tcp-lo and uds-lo): no answer to give.")
-    method = "Requests/s flat out (ratios: geometric means)" if flat else f"Client median ({rep['generator']}'s own)"
     family = sum(1 for xs in rep["savings"].values() for x in xs if not x["past_limit"])
-    lines += ["", f"{method}, paired over {s['rounds']} rounds a step; every step's pairs judged together (Holm's "
-              f"correction over the {family} compared). A step the generator could not drive is shown as its limit, "
-              "not as the path's figure.", ""]
+    lines += ["", f"{saving_method(rep)}; every step's pairs judged together (Holm's correction over the {family} "
+              "compared). A step the generator could not drive is shown as its limit, not as the path's figure.", ""]
     if rep.get("backlog"):
         lines += [f"The app's listen backlog: {rep['backlog']}.", ""]
     lines += ["## Where each path bends and breaks", ""]

@@ -31,7 +31,11 @@ func sweepRun(t *testing.T, prom, id string) {
 		Knees map[string]struct {
 			LowLoad *float64 `json:"low_load_p99_ms"`
 		}
-		Charts []struct{ File string }
+		Charts  []struct{ File string }
+		Savings map[string][]struct {
+			Pair   []string
+			DiffUs *struct{ Blocks int } `json:"diff_us"`
+		}
 	}
 	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", id, "report.json"))), &r); err != nil {
 		t.Fatal(err)
@@ -58,8 +62,13 @@ func sweepRun(t *testing.T, prom, id string) {
 			t.Errorf("knee of %s: %+v, want its p99 at the lowest rate", p, k)
 		}
 	}
+	// The savings at a step from its interleaved stream (INTERLEAVE=10, run.sh), second by second.
+	if s := r.Savings["1"]; len(s) != 1 || s[0].DiffUs == nil || s[0].DiffUs.Blocks < 10 {
+		t.Errorf("step 1's saving: %+v, want tcp-lo against uds-lo over the stream's 10 blocks", s)
+	}
 	md := mustRead(t, lab.Path(t, "results", id, "report.md"))
-	for _, want := range []string{"## Where each path bends and breaks", "- `tcp-lo`: ", "| 50 | uds-lo | "} {
+	for _, want := range []string{"## Where each path bends and breaks", "- `tcp-lo`: ", "| 50 | uds-lo | ",
+		"paired second by second in each step's interleaved stream"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md has no %q:\n%s", want, md)
 		}
