@@ -6,6 +6,8 @@
 #   nginx        Debian's nginx 1.22 + the official entrypoint's template step
 #   exporter     Debian's prometheus-nginx-exporter 0.11
 #   prometheus, node-exporter, k6   built from module sources at .env's versions
+#   cadvisor     the project's own main (standins/cadvisor) over cAdvisor's
+#                library at .env's version (its command's module is not served)
 #   oha          built from its crate at .env's version, on the debian base
 #   golang       this machine's Go + the modules of every Go image (GO_IMAGE build arg)
 #   debian base  also WRK_BASE_IMAGE: loadgen/wrk installs Debian's wrk on it
@@ -101,6 +103,24 @@ PROMETHEUS=$(binary prometheus "uds-lab-standin/prometheus:${PROMETHEUS_IMAGE##*
 NODE_EXPORTER=$(binary node_exporter "uds-lab-standin/node-exporter:${NODE_EXPORTER_IMAGE##*:}" node-exporter)
 K6=$(binary k6 "uds-lab-standin/k6:${K6_IMAGE##*:}" k6 /home/k6)
 
+# cAdvisor: its command's module is not in the Go module proxy, its library
+# is. tests/e2e/standins/cadvisor is a main of the project's own that wires
+# cAdvisor's container manager (raw and Docker handlers, the host's cgroups)
+# and its Prometheus collectors, built here at the library version its go.mod
+# pins, which should be CADVISOR_IMAGE's tag (docs/tests.md says what differs
+# from the official command).
+CADVISOR_TAG=${CADVISOR_IMAGE##*:}
+CADVISOR=uds-lab-standin/cadvisor:$CADVISOR_TAG
+if ! current "$CADVISOR" "$(recipe $HERE/cadvisor/Dockerfile "TOOLS=$TOOLS")"; then
+  lib=$(cd $HERE/cadvisor && go list -m -f '{{.Version}}' github.com/google/cadvisor)
+  [ "$lib" = "$CADVISOR_TAG" ] || log "note: cAdvisor's library is $lib in $HERE/cadvisor/go.mod, CADVISOR_IMAGE is $CADVISOR_TAG"
+  ctx=$(mktemp -d)
+  log "building cAdvisor's stand-in on its library $lib"
+  (cd $HERE/cadvisor && CGO_ENABLED=0 go build -trimpath -o "$ctx/cadvisor" .)
+  build "$CADVISOR" $HERE/cadvisor/Dockerfile "$ctx" "TOOLS=$TOOLS"
+  rm -rf "$ctx"
+fi
+
 # oha (make max GENERATOR=oha): containers here do not reach crates.io, so the
 # binary is built on this machine (scripts/test-deps.sh, as loadgen/oha builds
 # it) and put on the debian base with python3, as loadgen/oha's last stage is.
@@ -152,6 +172,7 @@ NGINX_IMAGE=$NGINX
 NGINX_EXPORTER_IMAGE=$EXPORTER
 PROMETHEUS_IMAGE=$PROMETHEUS
 NODE_EXPORTER_IMAGE=$NODE_EXPORTER
+CADVISOR_IMAGE=$CADVISOR
 K6_IMAGE=$K6
 OHA_IMAGE=$OHA
 GO_IMAGE=$GOLANG

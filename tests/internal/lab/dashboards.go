@@ -94,8 +94,9 @@ func MetricNames(expr string) ([]string, error) {
 
 // CAdvisorMetrics are the cAdvisor metrics the dashboards use, each listed in
 // cAdvisor's docs/storage/prometheus.md (v0.60), with the -enable_metrics group
-// that must be on for it ("" = always exported). cAdvisor cannot run on the
-// test bed, so its panels are checked against this list instead of live data.
+// that must be on for it ("" = always exported). The static tests check the
+// panels against this list; e2e runs them against cAdvisor's library on the
+// test bed (tests/e2e/standins/cadvisor), where each must return data.
 var CAdvisorMetrics = map[string]string{
 	"container_cpu_usage_seconds_total":         "cpu",
 	"container_cpu_cfs_periods_total":           "cpu",
@@ -108,7 +109,8 @@ var CAdvisorMetrics = map[string]string{
 	"container_spec_memory_limit_bytes":         "",
 }
 
-// UsesCAdvisor tells whether any metric of expr comes from cAdvisor.
+// UsesCAdvisor tells whether any metric of expr comes from cAdvisor (e2e
+// names those panels among the ones proven with live data).
 func UsesCAdvisor(names []string) bool {
 	for _, n := range names {
 		if strings.HasPrefix(n, "container_") {
