@@ -308,6 +308,12 @@ def render_markdown(rep):
         f"of its CPU limit (fewer drops are shown in the tables, not warned about); **short_phase** under "
         f"{MIN_PHASE_S} s (five scrapes of the app); **same_ceiling** (max mode) when every path is within "
         f"{SAME_CEILING - 1:.0%} of the others; **spread** when a headline ratio's interval includes 1; **errors** on any failed request or nginx 5xx.",
+        "- Whose figures: the client's (latency, requests, errors) are the load generator's own, tagged per "
+        "request with its path; nginx's come from its access log and stub_status; the host's and the containers' "
+        "from node-exporter and cAdvisor. The **app**'s (its requests, latency, CPU and context switches, listen "
+        "backlog, connection tracking) are what the app exports on /metrics: the app under test measures itself, "
+        "so a swapped-in image's are only as true as its own code (docs/design.md, \"Inputs\"). Only the load "
+        "generator can write into Prometheus.",
         "- Context switches, per request the load generator completed: **app** is the app process's own "
         "(`app_process_context_switches_total`, getrusage: voluntary + involuntary), what the path makes the app do; "
         "it is judged like the other costs. **host above idle** is the whole host's (node-exporter) less its "

@@ -324,6 +324,12 @@ def test_thresholds_are_stated():
         assert text in md
 
 
+def test_the_report_says_the_apps_figures_are_the_apps_own():
+    """The app under test exports its own costs: a swapped-in image could say anything (docs/design.md)."""
+    md = markdown.render_markdown(build(make_k6()))
+    assert "the app under test measures itself" in md and "Only the load generator can write into Prometheus" in md
+
+
 def test_saturation_by_k6_cpu():
     k6 = make_k6(paths=("tcp", "uds"))
     # k6 has cpus 2 in COMPOSE: 1.8 cores is 90%.
