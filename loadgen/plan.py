@@ -39,7 +39,9 @@ import os
 import random
 import re
 import secrets
+import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -89,13 +91,37 @@ def read_testid(env):
     return testid
 
 
+# A setting's default is .env's, the one place for it: FROM_ENV. In the
+# generator's container compose passes every setting from .env itself; the
+# tests and a run by hand read .env with scripts/dotenv.sh, its one reader.
+FROM_ENV = object()
+DOTENV = ROOT / "scripts" / "dotenv.sh"
+
+
+@cache
+def dotenv():
+    """.env's values, where the checkout is at hand (not in a container)."""
+    if not DOTENV.exists():
+        return {}
+    res = subprocess.run(["sh", str(DOTENV)], cwd=ROOT, capture_output=True, text=True)
+    if res.returncode:
+        raise SettingError(f".env: {res.stderr.strip()}")
+    return dict(line.split("=", 1) for line in res.stdout.splitlines() if "=" in line)
+
+
 def setting(env, name, default):
+    """The setting's value; unset or empty, its default (FROM_ENV: .env's)."""
     v = env.get(name, "")
-    return default if v == "" else v
+    if v != "" or default is not FROM_ENV:
+        return default if v == "" else v
+    v = dotenv().get(name, "")
+    if v == "":
+        raise SettingError(f"{name}: empty, and .env gives no value to fall back on")
+    return v
 
 
 def whole(env, name, default, minimum):
-    raw = setting(env, name, str(default))
+    raw = setting(env, name, default if default is FROM_ENV else str(default))
     if not re.fullmatch(r"[0-9]+", raw) or int(raw) < minimum:
         raise SettingError(f'{name}="{raw}": must be a whole number >= {minimum}')
     return int(raw)
@@ -131,20 +157,20 @@ def read_settings(env, catalogue):
     known = [*catalogue["paths"], *direct_paths(catalogue)]
     s = {
         "mode": one_of(env, "MODE", "rate", MODES),
-        "generator": one_of(env, "GENERATOR", "k6", GENERATORS),
-        "workloads": choices(env, "SCENARIO", "ping", list(catalogue["workloads"])),
+        "generator": one_of(env, "GENERATOR", FROM_ENV, GENERATORS),
+        "workloads": choices(env, "SCENARIO", FROM_ENV, list(catalogue["workloads"])),
         "paths": choices(env, "PATHS", ",".join(default_paths(catalogue)), known),
-        "rate": whole(env, "RATE", 500, 1),
-        "connections": whole(env, "CONNECTIONS", 64, 1),
-        "duration": whole(env, "DURATION", 5, 1),
-        "rounds": whole(env, "ROUNDS", 4, 0),
-        "warmup": whole(env, "WARMUP", 3, 0),
-        "idle": whole(env, "IDLE", 10, 0),
+        "rate": whole(env, "RATE", FROM_ENV, 1),
+        "connections": whole(env, "CONNECTIONS", FROM_ENV, 1),
+        "duration": whole(env, "DURATION", FROM_ENV, 1),
+        "rounds": whole(env, "ROUNDS", FROM_ENV, 0),
+        "warmup": whole(env, "WARMUP", FROM_ENV, 0),
+        "idle": whole(env, "IDLE", FROM_ENV, 0),
         "seed": whole(env, "SEED", secrets.randbelow(2**31), 0),
         "precision": percent(env, "PRECISION"),
-        "cpu_iterations": whole(env, "CPU_ITERATIONS", 10000, 1),
-        "sleep_ms": whole(env, "SLEEP_MS", 10, 0),
-        "endpoint": setting(env, "ENDPOINT", "/ping"),
+        "cpu_iterations": whole(env, "CPU_ITERATIONS", FROM_ENV, 1),
+        "sleep_ms": whole(env, "SLEEP_MS", FROM_ENV, 0),
+        "endpoint": setting(env, "ENDPOINT", FROM_ENV),
     }
     if not s["endpoint"].startswith("/"):
         raise SettingError(f'ENDPOINT="{s["endpoint"]}": must start with /')
@@ -153,7 +179,7 @@ def read_settings(env, catalogue):
         if s["mode"] != "max" and not swept:
             raise SettingError(f"GENERATOR={s['generator']}: runs MODE=max only ({s['generator']} cannot hold a fixed rate)")
     if s["generator"] == "wrk":
-        s["threads"] = whole(env, "WRK_THREADS", 1, 1)
+        s["threads"] = whole(env, "WRK_THREADS", FROM_ENV, 1)
         if s["connections"] < s["threads"]:
             raise SettingError(f"CONNECTIONS={s['connections']}: must be >= WRK_THREADS={s['threads']}")
     direct = [p for p in s["paths"] if p in direct_paths(catalogue)]
@@ -163,7 +189,7 @@ def read_settings(env, catalogue):
     s["pairs"] = pair_units(s["paths"], catalogue)
     # make load's interleaved stream, and each step's of a sweep of rates with
     # k6 (wrk and oha drive one URL at a time: they cannot interleave).
-    if s["mode"] == "rate" or (s["mode"] == "sweep" and setting(env, "SWEEP", "rate") == "rate"
+    if s["mode"] == "rate" or (s["mode"] == "sweep" and setting(env, "SWEEP", FROM_ENV) == "rate"
                                and s["generator"] == "k6"):
         interleave_settings(env, s)
     if s["rounds"] == 0 and not s.get("interleave"):
@@ -191,8 +217,8 @@ def interleave_settings(env, s):
     """make load's interleaved stream into s: INTERLEAVE seconds a workload (0:
     none, rounds of one path at a time only) in blocks of BLOCK seconds, at
     least MIN_BLOCKS of them; every path in PATHS in it."""
-    s["interleave"] = whole(env, "INTERLEAVE", 60, 0)
-    s["block"] = whole(env, "BLOCK", 1, 1)
+    s["interleave"] = whole(env, "INTERLEAVE", FROM_ENV, 0)
+    s["block"] = whole(env, "BLOCK", FROM_ENV, 1)
     if s["interleave"] and (s["interleave"] % s["block"] or s["interleave"] // s["block"] < MIN_BLOCKS):
         raise SettingError(f"INTERLEAVE={s['interleave']}: must be a whole number of BLOCK={s['block']} s blocks, "
                            f"at least {MIN_BLOCKS} of them (0: no interleaved stream)")
@@ -257,15 +283,15 @@ def sweep_settings(env, s):
     flight), the steps' levels, the step this plan is for (SWEEP_STEP;
     loadgen/run.sh runs them in turn) and its level, and the rounds per step
     (SWEEP_ROUNDS: a sweep is many runs, so fewer than ROUNDS)."""
-    s["sweep"] = one_of(env, "SWEEP", "rate", SWEEPS)
+    s["sweep"] = one_of(env, "SWEEP", FROM_ENV, SWEEPS)
     if s["sweep"] == "rate" and s["generator"] not in ("k6", "oha"):
         raise SettingError(f'GENERATOR="{s["generator"]}": a sweep of rates runs k6 or oha (a fixed rate per step)')
     if len(s["workloads"]) != 1:
         raise SettingError(f"SCENARIO={','.join(s['workloads'])}: make sweep takes one workload (a sweep each)")
     if "precision" in s:
         raise SettingError("PRECISION: not for make sweep (its steps have SWEEP_ROUNDS rounds each)")
-    s["rounds"] = whole(env, "SWEEP_ROUNDS", 3, 2)
-    s["rates"] = sweep_rates(env) if s["sweep"] == "rate" else rising(env, "SWEEP_CONNECTIONS", "64,256,1000")
+    s["rounds"] = whole(env, "SWEEP_ROUNDS", FROM_ENV, 2)
+    s["rates"] = sweep_rates(env) if s["sweep"] == "rate" else rising(env, "SWEEP_CONNECTIONS", FROM_ENV)
     s["step"] = whole(env, "SWEEP_STEP", 1, 1)
     if s["step"] > len(s["rates"]):
         raise SettingError(f"SWEEP_STEP={s['step']}: the sweep has {len(s['rates'])} steps")
@@ -296,12 +322,12 @@ def sweep_rates(env):
     SWEEP_TO, each about the last times one factor (two significant digits)."""
     if setting(env, "SWEEP_RATES", ""):
         return rising(env, "SWEEP_RATES", "")
-    lo, hi = whole(env, "SWEEP_FROM", 100, 1), whole(env, "SWEEP_TO", 0, 0)
+    lo, hi = whole(env, "SWEEP_FROM", FROM_ENV, 1), whole(env, "SWEEP_TO", 0, 0)
     if hi == 0:
         raise SettingError("SWEEP_TO: unset (make sweep measures it with a flat-out probe; or give SWEEP_RATES)")
     if hi <= lo:
         raise SettingError(f"SWEEP_TO={hi}: must be above SWEEP_FROM={lo}")
-    n = whole(env, "SWEEP_STEPS", 6, 2)
+    n = whole(env, "SWEEP_STEPS", FROM_ENV, 2)
     if n > hi - lo + 1:
         raise SettingError(f"SWEEP_STEPS={n}: more steps than whole rates from SWEEP_FROM={lo} to SWEEP_TO={hi}")
     return geometric(lo, hi, n)
@@ -517,9 +543,9 @@ def floor_settings(env, catalogue):
         "transports": choices(env, "FLOOR_TRANSPORTS", ",".join(catalogue["floor"]["transports"]),
                               list(catalogue["floor"]["transports"])),
         "sizes": sizes(env),
-        "duration": whole(env, "FLOOR_DURATION", 1, 1),
-        "rounds": whole(env, "ROUNDS", 4, 2),
-        "warmup": whole(env, "WARMUP", 3, 0),
+        "duration": whole(env, "FLOOR_DURATION", FROM_ENV, 1),
+        "rounds": whole(env, "ROUNDS", FROM_ENV, 2),
+        "warmup": whole(env, "WARMUP", FROM_ENV, 0),
         "seed": whole(env, "SEED", secrets.randbelow(2**31), 0),
         "connects": FLOOR_CONNECTS,
     }
@@ -528,7 +554,7 @@ def floor_settings(env, catalogue):
 
 def sizes(env):
     """FLOOR_SIZES: message sizes in bytes, a comma list (default 100 B and 100 KiB)."""
-    raw = setting(env, "FLOOR_SIZES", "100,102400")
+    raw = setting(env, "FLOOR_SIZES", FROM_ENV)
     items = [x.strip() for x in raw.split(",") if x.strip()]
     if not items or not all(re.fullmatch(r"[0-9]+", x) and 1 <= int(x) <= 1 << 24 for x in items):
         raise SettingError(f'FLOOR_SIZES="{raw}": must be a comma list of sizes in bytes, 1 to 16777216')

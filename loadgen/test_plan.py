@@ -2,6 +2,7 @@
 (loadgen/plan.py): the run states its least and its most length, a batch
 continues the run's order of paths, and the files each batch writes."""
 import json
+import re
 import subprocess
 import sys
 
@@ -143,3 +144,24 @@ def test_the_direct_paths_need_oha_and_carry_the_apps_socket():
     with pytest.raises(runplan.SettingError) as e:
         runplan.build({**env, "GENERATOR": "oha", "MODE": "rate"}, CATALOGUE)
     assert str(e.value) == "GENERATOR=oha: runs MODE=max only (oha cannot hold a fixed rate)"
+
+
+def test_every_default_is_envs(monkeypatch, tmp_path):
+    """.env is the one place for a setting's default: plan.py names none that
+    .env sets (it falls back on .env's, through scripts/dotenv.sh), and with no
+    setting given the plan is .env's; where no .env is at hand (a container
+    compose did not give the setting), an empty setting is named, not guessed."""
+    src = (runplan.HERE / "plan.py").read_text()
+    given = {k: v for k, v in runplan.dotenv().items() if v}
+    for name, default in re.findall(r'(?:whole|setting|one_of|choices|rising)\(env, "([A-Z_]+)", ([^,)]+)', src):
+        assert name not in given or default == "FROM_ENV", f"plan.py has its own default for {name}: {default}"
+    s = runplan.read_settings({"TESTID": "d"}, CATALOGUE)
+    assert (s["rate"], s["rounds"], s["duration"], s["warmup"], s["interleave"]) == tuple(
+        int(given[k]) for k in ("RATE", "ROUNDS", "DURATION", "WARMUP", "INTERLEAVE"))
+    monkeypatch.setattr(runplan, "DOTENV", tmp_path / "none.sh")
+    runplan.dotenv.cache_clear()
+    try:
+        with pytest.raises(runplan.SettingError, match="^GENERATOR: empty, and .env gives no value to fall back on$"):
+            runplan.read_settings({"TESTID": "d", "GENERATOR": ""}, CATALOGUE)
+    finally:
+        runplan.dotenv.cache_clear()
