@@ -166,11 +166,12 @@ check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, d
 	cd tests && go test -count=1 ./static/...
 
 .PHONY: test
-test: check $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Python, make doctor), a short fuzz, nginx + app integration
+test: check $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Python, make doctor), the Helm chart's offline checks, a short fuzz, nginx + app integration
 	for m in $(GO_SERVICES); do (cd $$m && go test -count=1 -race ./...); done
 	$(MAKE) fuzz
 	$(VENV)/bin/python -m pytest -q report loadgen contract
 	cd tests && go test -count=1 ./doctor/...
+	cd tests && go test -count=1 ./k8s/...
 	cd tests && go test -count=1 ./integration/...
 
 FUZZTIME ?= 5s

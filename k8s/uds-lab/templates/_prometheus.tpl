@@ -1,0 +1,40 @@
+{{/* Prometheus's config (prometheus.yaml), also checksummed to restart it on a change. */}}
+{{- define "uds-lab.prometheusConfig" -}}
+{{- $v := .Values -}}
+global:
+  scrape_interval: 5s
+  scrape_timeout: 4s
+  evaluation_interval: 5s
+scrape_configs:
+{{- range $job := list (dict "name" "app" "port" "app-http" "fast" true) (dict "name" "nginx" "port" "nginx-metrics" "fast" false) (dict "name" "nginx-log" "port" "log-metrics" "fast" true) }}
+  - job_name: {{ $job.name }}
+    {{- if $job.fast }}
+    scrape_interval: 1s
+    scrape_timeout: 1s
+    {{- end }}
+    kubernetes_sd_configs:
+      - role: pod
+        namespaces:
+          names: [{{ $.Release.Namespace | quote }}]
+        selectors:
+          - role: pod
+            label: "app.kubernetes.io/name=uds-lab,app.kubernetes.io/instance={{ $.Release.Name }}"
+    relabel_configs:
+      - source_labels: [__meta_kubernetes_pod_container_port_name]
+        regex: {{ $job.port }}
+        action: keep
+      - source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_component]
+        target_label: component
+      - source_labels: [__meta_kubernetes_pod_name]
+        target_label: pod
+      - source_labels: [__meta_kubernetes_pod_node_name]
+        target_label: node
+{{- end }}
+  # Itself, logging in as every reader must.
+  - job_name: prometheus
+    basic_auth:
+      username: {{ $v.prometheus.user }}
+      password_file: /run/secrets/prometheus_password
+    static_configs:
+      - targets: ["localhost:9090"]
+{{- end }}

@@ -1,0 +1,266 @@
+package k8s
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"uds-lab/tests/internal/lab"
+)
+
+// The chart reads the lab's own files through symbolic links in
+// k8s/uds-lab/files (helm template and helm package follow them), so there is
+// no copy to drift: each entry must be a link to the file it stands for.
+var sharedFiles = map[string]string{
+	"catalogue.json":       "catalogue.json",
+	"nginx/templates":      "nginx/templates",
+	"nginx/healthcheck.sh": "nginx/healthcheck.sh",
+	"loadgen/load.js":      "loadgen/load.js",
+	"loadgen/plan.py":      "loadgen/plan.py",
+}
+
+func TestSharedFilesAreLinks(t *testing.T) {
+	root := lab.Root(t)
+	for link, target := range sharedFiles {
+		p := filepath.Join(chartDir(t), "files", link)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("k8s/uds-lab/files/%s is a copy, not a link to %s: a copy drifts (git checks links out as files where core.symlinks is false)", link, target)
+			continue
+		}
+		to, err := os.Readlink(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.IsAbs(to) {
+			t.Errorf("k8s/uds-lab/files/%s links to an absolute path %s: relative, so it holds in any checkout", link, to)
+		}
+		if got, want := filepath.Clean(filepath.Join(filepath.Dir(p), to)), filepath.Join(root, target); got != want {
+			t.Errorf("k8s/uds-lab/files/%s links to %s, want %s", link, got, want)
+		}
+	}
+	// Nothing else in files/: what the chart reads is listed above.
+	var extra []string
+	_ = filepath.WalkDir(filepath.Join(chartDir(t), "files"), func(p string, d os.DirEntry, err error) error {
+		rel, _ := filepath.Rel(filepath.Join(chartDir(t), "files"), p)
+		if err == nil && d.Type()&os.ModeSymlink != 0 {
+			if _, ok := sharedFiles[rel]; !ok {
+				extra = append(extra, rel)
+			}
+		}
+		return err
+	})
+	if len(extra) > 0 {
+		t.Errorf("k8s/uds-lab/files has links the test does not know: %v", extra)
+	}
+}
+
+// What the chart renders is the repository's files, byte for byte: every
+// nginx template (each at its folder), the readiness script, the catalogue,
+// k6's script and the plan's writer.
+func TestChartCarriesTheLabsFiles(t *testing.T) {
+	m := parse(t, render(t, []string{"load.enabled=true", "load.testid=t1"}))
+	read := func(rel string) string {
+		b, err := os.ReadFile(lab.Path(t, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	tpl := m.must(t, "ConfigMap", release+"-nginx-templates")
+	items := map[string]string{} // path under /etc/nginx/templates -> key
+	if v := m.must(t, "Deployment", "app").Spec.Template.Spec.Volume("nginx-templates"); v != nil && v.ConfigMap != nil {
+		for _, it := range v.ConfigMap.Items {
+			items[it.Path] = it.Key
+		}
+	}
+	var templates []string
+	root := lab.Path(t, "nginx", "templates")
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".template") {
+			rel, _ := filepath.Rel(root, p)
+			templates = append(templates, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(templates)
+	if len(templates) == 0 || len(items) != len(templates) {
+		t.Errorf("nginx/templates has %d templates; the chart mounts %d: %v", len(templates), len(items), items)
+	}
+	for _, rel := range templates {
+		key, ok := items[rel]
+		if !ok {
+			t.Errorf("nginx/templates/%s is not mounted at its place", rel)
+			continue
+		}
+		if tpl.Data[key] != read(filepath.Join("nginx", "templates", rel)) {
+			t.Errorf("ConfigMap %s's %s differs from nginx/templates/%s", tpl.Metadata.Name, key, rel)
+		}
+	}
+	if tpl.Data["healthcheck.sh"] != read("nginx/healthcheck.sh") {
+		t.Error("the chart's healthcheck.sh differs from nginx/healthcheck.sh")
+	}
+	if m.must(t, "ConfigMap", release+"-catalogue").Data["catalogue.json"] != read("catalogue.json") {
+		t.Error("the chart's catalogue.json differs from the repository's")
+	}
+	lg := m.must(t, "ConfigMap", release+"-loadgen")
+	for _, f := range []string{"load.js", "plan.py"} {
+		if lg.Data[f] != read("loadgen/"+f) {
+			t.Errorf("the chart's %s differs from loadgen/%s", f, f)
+		}
+	}
+}
+
+// values.yaml's defaults are .env's: the images' exact tags, the app's user,
+// group and socket mode, nginx's settings, Prometheus's user, the run's
+// settings, and the limits (compose's 256m is Kubernetes' 256Mi).
+func TestValuesAgreeWithEnv(t *testing.T) {
+	env := lab.Env(t)
+	b, err := os.ReadFile(filepath.Join(chartDir(t), "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		t.Fatal(err)
+	}
+	get := func(dotted string) string {
+		var v any = values
+		for _, k := range strings.Split(dotted, ".") {
+			m, _ := v.(map[string]any)
+			v = m[k]
+		}
+		if v == nil {
+			return "<unset>"
+		}
+		s, _ := yaml.Marshal(v)
+		return strings.Trim(strings.TrimSpace(string(s)), `"'`)
+	}
+	mem := func(docker string) string { // 256m -> 256Mi, 2g -> 2Gi
+		n := len(docker) - 1
+		return docker[:n] + strings.ToUpper(docker[n:]) + "i"
+	}
+	for key, want := range map[string]string{
+		"images.nginx": env["NGINX_IMAGE"], "images.prometheus": env["PROMETHEUS_IMAGE"],
+		"images.nginxExporter": env["NGINX_EXPORTER_IMAGE"], "images.k6": env["K6_IMAGE"], "images.python": env["PYTHON_IMAGE"],
+		"app.protocol": env["APP_PROTOCOL"], "app.fastcgiScript": env["APP_FASTCGI_SCRIPT"],
+		"app.uid": env["APP_UID"], "app.gid": env["APP_GID"], "app.socketMode": env["APP_SOCKET_MODE"],
+		"app.downloadSize": env["APP_DOWNLOAD_SIZE"], "app.extraEnv.PHP_FPM_CHILDREN": env["PHP_FPM_CHILDREN"],
+		"app.extraEnv.GUNICORN_WORKERS": env["GUNICORN_WORKERS"], "app.extraEnv.GUNICORN_WORKER_CLASS": env["GUNICORN_WORKER_CLASS"],
+		"app.resources.cpu": env["APP_CPUS"], "app.resources.memory": mem(env["APP_MEMORY"]),
+		"nginx.workerProcesses": env["NGINX_WORKER_PROCESSES"], "nginx.workerConnections": env["NGINX_WORKER_CONNECTIONS"],
+		"nginx.maxInFlight": env["NGINX_MAX_IN_FLIGHT"], "nginx.upstreamKeepalive": env["NGINX_UPSTREAM_KEEPALIVE"],
+		"nginx.accessLog": env["NGINX_ACCESS_LOG"], "nginx.resources.cpu": env["NGINX_CPUS"],
+		"nginx.resources.memory": mem(env["NGINX_MEMORY"]),
+		"prometheus.user":        env["PROMETHEUS_USER"], "prometheus.resources.memory": mem(env["MONITORING_MEMORY"]),
+		"load.scenario": env["SCENARIO"], "load.rate": env["RATE"], "load.connections": env["CONNECTIONS"], "load.interleave": env["INTERLEAVE"],
+		"load.block": env["BLOCK"], "load.duration": env["DURATION"], "load.rounds": env["ROUNDS"],
+		"load.warmup": env["WARMUP"], "load.idle": env["IDLE"], "load.endpoint": env["ENDPOINT"],
+		"load.cpuIterations": env["CPU_ITERATIONS"], "load.sleepMs": env["SLEEP_MS"],
+		"load.resources.cpu": env["LOADGEN_CPUS"], "load.resources.memory": mem(env["LOADGEN_MEMORY"]),
+	} {
+		if want == "" {
+			t.Errorf(".env has no value for what values.yaml's %s mirrors", key)
+		} else if got := get(key); got != want {
+			t.Errorf("values.yaml %s = %q; .env says %q", key, got, want)
+		}
+	}
+	// The chart's appVersion is the nginx it runs.
+	cb, err := os.ReadFile(filepath.Join(chartDir(t), "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart struct {
+		AppVersion string `yaml:"appVersion"`
+	}
+	if err := yaml.Unmarshal(cb, &chart); err != nil {
+		t.Fatal(err)
+	}
+	if _, tag, _ := strings.Cut(env["NGINX_IMAGE"], ":"); chart.AppVersion != tag {
+		t.Errorf("Chart.yaml appVersion %q; .env's NGINX_IMAGE is %s", chart.AppVersion, env["NGINX_IMAGE"])
+	}
+}
+
+// Every image the chart runs is one of values.yaml's (no tag written into a template).
+func TestImagesComeFromValues(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(chartDir(t), "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Images map[string]string `yaml:"images"`
+		App    struct {
+			Image string `yaml:"image"`
+		} `yaml:"app"`
+	}
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{values.App.Image: true}
+	for k, v := range values.Images {
+		if k != "pullPolicy" {
+			allowed[v] = true
+		}
+	}
+	m := parse(t, render(t, []string{"load.enabled=true", "load.testid=t1"}))
+	for _, o := range m {
+		pod := o.Spec.Template.Spec
+		for _, c := range append(append([]Container{}, pod.InitContainers...), pod.Containers...) {
+			if !allowed[c.Image] {
+				t.Errorf("%s %s: container %s runs %q, not an image of values.yaml", o.Kind, o.Metadata.Name, c.Name, c.Image)
+			}
+		}
+	}
+}
+
+// Each nginx of the chart gets the environment compose gives the nginx it
+// stands for (compose.yaml's nginx and nginx-lo): the same names, and the same
+// fixed values (ports, suffix, socket, output folder).
+func TestNginxEnvMatchesCompose(t *testing.T) {
+	b, err := os.ReadFile(lab.Path(t, "compose.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Environment map[string]any `yaml:"environment"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(b, &compose); err != nil {
+		t.Fatalf("compose.yaml: %v", err)
+	}
+	m := parse(t, render(t, nil))
+	for deploy, svc := range chartNginx {
+		want := compose.Services[svc].Environment
+		if len(want) == 0 {
+			t.Fatalf("compose.yaml's %s has no environment", svc)
+		}
+		got := m.must(t, "Deployment", deploy).Spec.Template.Spec.Container("nginx").EnvMap()
+		for k, v := range want {
+			g, ok := got[k]
+			s, _ := v.(string)
+			switch {
+			case !ok:
+				t.Errorf("Deployment %s's nginx lacks %s, which compose gives %s", deploy, k, svc)
+			case s != "" && !strings.Contains(s, "${") && g != s:
+				t.Errorf("Deployment %s's nginx: %s=%q; compose gives %s %q", deploy, k, g, svc, s)
+			}
+		}
+		for k := range got {
+			if _, ok := want[k]; !ok {
+				t.Errorf("Deployment %s's nginx has %s, which compose does not give %s", deploy, k, svc)
+			}
+		}
+	}
+}
