@@ -264,3 +264,84 @@ func TestNginxEnvMatchesCompose(t *testing.T) {
 		}
 	}
 }
+
+// Where git checks the links out as files holding their target's path
+// (core.symlinks false), the chart refuses to render, naming the cause,
+// rather than deploying a lab without its config: each link in turn, in a
+// copy of the chart whose other shared files are real.
+func TestChartRefusesLinksCheckedOutAsFiles(t *testing.T) {
+	for link := range sharedFiles {
+		t.Run(link, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "uds-lab")
+			copyTree(t, chartDir(t), dir, func(rel string) bool { return rel == "files" })
+			for l, target := range sharedFiles {
+				dst := filepath.Join(dir, "files", l)
+				if l == link {
+					to, err := os.Readlink(filepath.Join(chartDir(t), "files", l))
+					if err != nil {
+						t.Fatal(err)
+					}
+					writeFile(t, dst, to)
+					continue
+				}
+				copyTree(t, lab.Path(t, target), dst, func(string) bool { return false })
+			}
+			args := []string{"template", release, dir, "--set", "load.enabled=true", "--set", "load.testid=t1"}
+			out, err := helm(t, args...)
+			if err == nil {
+				t.Fatalf("the chart rendered with files/%s a file holding its link's target\n%.200s", link, out)
+			}
+			if !strings.Contains(err.Error(), "core.symlinks") {
+				t.Errorf("helm template: %v; want the cause named (core.symlinks)", err)
+			}
+		})
+	}
+	// The copy with every file real renders: the refusals above are the links'.
+	dir := filepath.Join(t.TempDir(), "uds-lab")
+	copyTree(t, chartDir(t), dir, func(rel string) bool { return rel == "files" })
+	for l, target := range sharedFiles {
+		copyTree(t, lab.Path(t, target), filepath.Join(dir, "files", l), func(string) bool { return false })
+	}
+	if _, err := helm(t, "template", release, dir); err != nil {
+		t.Fatalf("the chart with real files: %v", err)
+	}
+}
+
+// copyTree copies a file or a folder (links followed) to dst, leaving out
+// what skip says (paths relative to src).
+func copyTree(t *testing.T, src, dst string, skip func(rel string) bool) {
+	t.Helper()
+	fi, err := os.Stat(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.IsDir() {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dst, string(b))
+		return
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		rel := e.Name()
+		if skip(rel) {
+			continue
+		}
+		copyTree(t, filepath.Join(src, rel), filepath.Join(dst, rel), func(r string) bool { return skip(filepath.Join(rel, r)) })
+	}
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -22,7 +22,17 @@ app.kubernetes.io/component: {{ .component }}
 {{/* The catalogue (files/catalogue.json), parsed. */}}
 {{- define "uds-lab.catalogue" -}}
 {{- $c := .Files.Get "files/catalogue.json" -}}
-{{- if not $c -}}{{- fail "files/catalogue.json is missing or empty: the chart reads the lab's catalogue through the link k8s/uds-lab/files/catalogue.json" -}}{{- end -}}
+{{- if not (hasKey (fromJson $c) "paths") -}}
+{{- fail (printf "files/catalogue.json is not the lab's catalogue (%q...): the chart reads it through the link k8s/uds-lab/files/catalogue.json, which this checkout holds as a file (git's core.symlinks is false?)" (trunc 40 $c)) -}}
+{{- end -}}
+{{- if not (.Files.Glob "files/nginx/templates/*.template") -}}
+{{- fail "files/nginx/templates holds no nginx.conf.template: the chart reads nginx/templates through the link k8s/uds-lab/files/nginx/templates, which this checkout holds as a file (git's core.symlinks is false?)" -}}
+{{- end -}}
+{{- range list "files/nginx/healthcheck.sh" "files/loadgen/load.js" "files/loadgen/plan.py" -}}
+{{- if not (contains "\n" ($.Files.Get .)) -}}
+{{- fail (printf "%s is not the lab's file but %q: the chart reads it through a link, which this checkout holds as a file (git's core.symlinks is false?)" . ($.Files.Get .)) -}}
+{{- end -}}
+{{- end -}}
 {{- $c -}}
 {{- end }}
 
