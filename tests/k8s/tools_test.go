@@ -26,7 +26,8 @@ func TestHelmLint(t *testing.T) {
 	}
 }
 
-// Values the chart must refuse, with a message that says why.
+// Values the chart must refuse, with a message that says why (its templates'
+// own checks, and values.schema.json's).
 func TestChartRefusesBadValues(t *testing.T) {
 	for _, c := range []struct {
 		sets []string
@@ -36,8 +37,13 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"load.enabled=true", "load.testid=t1", "load.paths={nope}"}, "not a path of catalogue.json"},
 		{[]string{"load.enabled=true"}, "load.testid"},
 		{[]string{"load.enabled=true", "load.testid=Bad_ID"}, "load.testid"},
-		{[]string{"nginx.remoteUpstream=ingress"}, "nginx.remoteUpstream"},
-		{[]string{"load.enabled=true", "load.testid=t1", "load.mode=sweep"}, "load.mode"},
+		// values.schema.json: unknown keys (a typo would be ignored) and bad values.
+		{[]string{"nginx.remoteUpstream=ingress"}, "/nginx/remoteUpstream"},
+		{[]string{"load.enabled=true", "load.testid=t1", "load.mode=sweep"}, "/load/mode"},
+		{[]string{"load.rat=5"}, "additional properties 'rat'"},
+		{[]string{"app.protocol=grpc"}, "/app/protocol"},
+		{[]string{"app.socketMode=0666"}, "/app/socketMode"},
+		{[]string{"nginx.workerConnections=many"}, "/nginx/workerConnections"},
 	} {
 		args := append([]string{"template", release, chartDir(t)}, setArgs(c.sets)...)
 		out, err := helm(t, args...)
