@@ -54,16 +54,16 @@ GAP_SECONDS = 1
 MIX = "mix"
 MIN_BLOCKS = 10
 MODES = ("rate", "max", "sweep")
-GENERATORS = ("k6", "wrk", "oha")
-# Flat out only (make max, a sweep of connections), but oha also in a sweep of
-# rates: wrk cannot hold a fixed rate; oha holds one with -q and corrects its
-# latencies for coordinated omission (loadgen/oha_runner.py).
-FLAT_OUT = ("wrk", "oha")
 
 
 def read_catalogue(env=os.environ):
     """catalogue.json, or the file CATALOGUE names."""
     return json.loads(Path(env.get("CATALOGUE") or ROOT / "catalogue.json").read_text())
+
+
+def generators(catalogue):
+    """The load generators catalogue.json lists, the one list of them."""
+    return tuple(g for g in catalogue["generators"] if g != "about")
 
 
 def urls(catalogue):
@@ -157,7 +157,7 @@ def read_settings(env, catalogue):
     known = [*catalogue["paths"], *direct_paths(catalogue)]
     s = {
         "mode": one_of(env, "MODE", "rate", MODES),
-        "generator": one_of(env, "GENERATOR", FROM_ENV, GENERATORS),
+        "generator": one_of(env, "GENERATOR", FROM_ENV, generators(catalogue)),
         "workloads": choices(env, "SCENARIO", FROM_ENV, list(catalogue["workloads"])),
         "paths": choices(env, "PATHS", ",".join(default_paths(catalogue)), known),
         "rate": whole(env, "RATE", FROM_ENV, 1),
@@ -174,23 +174,22 @@ def read_settings(env, catalogue):
     }
     if not s["endpoint"].startswith("/"):
         raise SettingError(f'ENDPOINT="{s["endpoint"]}": must start with /')
-    if s["generator"] in FLAT_OUT:
-        swept = s["mode"] == "sweep" and (env.get("SWEEP") == "connections" or s["generator"] == "oha")
-        if s["mode"] != "max" and not swept:
-            raise SettingError(f"GENERATOR={s['generator']}: runs MODE=max only ({s['generator']} cannot hold a fixed rate)")
+    can = catalogue["generators"][s["generator"]]
+    if s["mode"] not in can["modes"]:
+        raise SettingError(f"GENERATOR={s['generator']}: runs MODE={' or '.join(can['modes'])}, not {s['mode']} "
+                           "(catalogue.json's generators say what each can do)")
     if s["generator"] == "wrk":
         s["threads"] = whole(env, "WRK_THREADS", FROM_ENV, 1)
         if s["connections"] < s["threads"]:
             raise SettingError(f"CONNECTIONS={s['connections']}: must be >= WRK_THREADS={s['threads']}")
     direct = [p for p in s["paths"] if p in direct_paths(catalogue)]
-    if direct and s["generator"] != "oha":
+    if direct and not can["unix_socket"]:
         raise SettingError(f"PATHS: {', '.join(direct)} needs GENERATOR=oha (no nginx: the app's own socket, which "
                            f"{s['generator']} cannot dial)")
     s["pairs"] = pair_units(s["paths"], catalogue)
-    # make load's interleaved stream, and each step's of a sweep of rates with
-    # k6 (wrk and oha drive one URL at a time: they cannot interleave).
-    if s["mode"] == "rate" or (s["mode"] == "sweep" and setting(env, "SWEEP", FROM_ENV) == "rate"
-                               and s["generator"] == "k6"):
+    # make load's interleaved stream, and each step's of a sweep of rates, where
+    # the generator interleaves (wrk and oha drive one URL at a time).
+    if can["interleaves"] and (s["mode"] == "rate" or (s["mode"] == "sweep" and setting(env, "SWEEP", FROM_ENV) == "rate")):
         interleave_settings(env, s)
     if s["rounds"] == 0 and not s.get("interleave"):
         raise SettingError('ROUNDS="0": must be a whole number >= 1 (0 only for make load with INTERLEAVE: the '
@@ -209,7 +208,7 @@ def read_settings(env, catalogue):
         if s["rounds"] < 2 and first_round(env) == 1:
             raise SettingError(f"PRECISION needs ROUNDS >= 2 (an interval needs two rounds), not {s['rounds']}")
     if s["mode"] == "sweep":
-        sweep_settings(env, s)
+        sweep_settings(env, s, catalogue)
     return s
 
 
@@ -277,15 +276,17 @@ SWEEP_FAILS = 2
 SWEEPS = ("rate", "connections")
 
 
-def sweep_settings(env, s):
+def sweep_settings(env, s, catalogue):
     """make sweep's settings into s: what it steps (SWEEP: rate, at fixed
     arrival rates with k6; connections, flat out at rising connections in
     flight), the steps' levels, the step this plan is for (SWEEP_STEP;
     loadgen/run.sh runs them in turn) and its level, and the rounds per step
     (SWEEP_ROUNDS: a sweep is many runs, so fewer than ROUNDS)."""
     s["sweep"] = one_of(env, "SWEEP", FROM_ENV, SWEEPS)
-    if s["sweep"] == "rate" and s["generator"] not in ("k6", "oha"):
-        raise SettingError(f'GENERATOR="{s["generator"]}": a sweep of rates runs k6 or oha (a fixed rate per step)')
+    if s["sweep"] not in catalogue["generators"][s["generator"]]["sweeps"]:
+        able = [g for g, c in catalogue["generators"].items() if g != "about" and s["sweep"] in c["sweeps"]]
+        raise SettingError(f'GENERATOR="{s["generator"]}": a sweep of {"rates" if s["sweep"] == "rate" else "connections"} '
+                           f'runs {" or ".join(able)} ({"a fixed rate" if s["sweep"] == "rate" else "flat out"} per step)')
     if len(s["workloads"]) != 1:
         raise SettingError(f"SCENARIO={','.join(s['workloads'])}: make sweep takes one workload (a sweep each)")
     if "precision" in s:

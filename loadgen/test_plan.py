@@ -143,7 +143,7 @@ def test_the_direct_paths_need_oha_and_carry_the_apps_socket():
     assert not set(runplan.default_paths(CATALOGUE)) & {"direct-tcp", "direct-uds"}
     with pytest.raises(runplan.SettingError) as e:
         runplan.build({**env, "GENERATOR": "oha", "MODE": "rate"}, CATALOGUE)
-    assert str(e.value) == "GENERATOR=oha: runs MODE=max only (oha cannot hold a fixed rate)"
+    assert str(e.value) == "GENERATOR=oha: runs MODE=max or sweep, not rate (catalogue.json's generators say what each can do)"
 
 
 def test_every_default_is_envs(monkeypatch, tmp_path):
@@ -165,3 +165,14 @@ def test_every_default_is_envs(monkeypatch, tmp_path):
             runplan.read_settings({"TESTID": "d", "GENERATOR": ""}, CATALOGUE)
     finally:
         runplan.dotenv.cache_clear()
+
+
+def test_the_one_list_of_generators_is_catalogues():
+    """catalogue.json lists the generators and what each can do; load.json's
+    shape names the same ones."""
+    schema = json.loads(runplan.SCHEMA.read_text())
+    enum = schema["$defs"]["settings"]["properties"]["generator"]["enum"]
+    assert tuple(enum) == runplan.generators(CATALOGUE)
+    for g in runplan.generators(CATALOGUE):
+        can = CATALOGUE["generators"][g]
+        assert set(can["modes"]) <= set(runplan.MODES) and set(can["sweeps"]) <= set(runplan.SWEEPS), g

@@ -33,8 +33,8 @@ def test_rates_rise_in_equal_ratios_to_two_significant_digits():
     ({"SWEEP_STEP": "7"}, "SWEEP_STEP=7: the sweep has 6 steps"),
     ({"SCENARIO": "ping,cpu"}, "SCENARIO=ping,cpu: make sweep takes one workload (a sweep each)"),
     ({"PRECISION": "5"}, "PRECISION: not for make sweep (its steps have SWEEP_ROUNDS rounds each)"),
-    ({"GENERATOR": "wrk"}, "GENERATOR=wrk: runs MODE=max only (wrk cannot hold a fixed rate)"),
-    ({"GENERATOR": "oha", "MODE": "rate"}, "GENERATOR=oha: runs MODE=max only (oha cannot hold a fixed rate)"),
+    ({"GENERATOR": "wrk"}, 'GENERATOR="wrk": a sweep of rates runs k6 or oha (a fixed rate per step)'),
+    ({"GENERATOR": "oha", "MODE": "rate"}, "GENERATOR=oha: runs MODE=max or sweep, not rate (catalogue.json's generators say what each can do)"),
 ])
 def test_bad_sweep_settings_are_named(env, message):
     with pytest.raises(runplan.SettingError) as e:

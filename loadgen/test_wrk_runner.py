@@ -53,7 +53,7 @@ def test_bad_settings_are_named(env, message):
 @pytest.mark.parametrize("env, message", [
     ({"MODE": "fast"}, 'MODE="fast": must be one of rate, max'),
     ({"GENERATOR": "ab"}, 'GENERATOR="ab": must be one of k6, wrk'),
-    ({"GENERATOR": "wrk", "MODE": "rate"}, "GENERATOR=wrk: runs MODE=max only"),
+    ({"GENERATOR": "wrk", "MODE": "rate"}, "GENERATOR=wrk: runs MODE=max or sweep, not rate"),
     ({"RATE": "0"}, 'RATE="0": must be a whole number >= 1'),
 ])
 def test_bad_mode_generator_and_rate_are_named(env, message):

@@ -20,8 +20,9 @@ APP = 'job="app"'
 # The app's requests that are load, not the lab's own scrapes and healthchecks.
 LOAD = 'route!~"/metrics|/healthz|/readyz"'
 APP_LOAD = f"{APP},{LOAD}"
-# The load generators' compose services (loadgen/): k6, or wrk and oha for `make max GENERATOR=...`.
-GENERATORS = ("k6", "wrk", "oha")
+# The load generators (catalogue.json's one list of them and what each can
+# do), each the compose service of its name.
+GENERATORS = tuple(g for g in CATALOGUE["generators"] if g != "about")
 
 
 def service(name):

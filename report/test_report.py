@@ -1098,6 +1098,10 @@ def test_server_cores_are_nginx_and_the_apps_when_both_are_pinned_apart_from_the
     assert queries.server_cores(lim("0", "")) == (None, queries.UNPINNED)
     cores, why = queries.server_cores(lim("0,1", "1", "1"))
     assert cores is None and "the load generator shares the server cores (LOADGEN_CPUSET)" in why
+    # Every generator of catalogue.json's list, oha too (it once went unwarned).
+    for gen in ("wrk", "oha"):
+        cores, why = queries.server_cores({"nginx": {"cpuset": "0"}, "app": {"cpuset": "0"}, gen: {"cpuset": "0"}})
+        assert cores is None and "shares the server cores" in why, gen
 
 
 def test_the_cores_time_by_mode_per_request_with_its_resolution():
