@@ -345,3 +345,59 @@ func writeFile(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// What the containers get is .env's: every variable of the app's, both
+// nginx's and the plan's environment that .env also sets has .env's value
+// (PATHS aside: the chart drives the paths that exist on Kubernetes).
+func TestRenderedEnvIsEnvs(t *testing.T) {
+	env := lab.Env(t)
+	m := parse(t, render(t, []string{"load.enabled=true", "load.testid=t1"}))
+	check := func(where string, c *Container) {
+		if c == nil {
+			t.Fatalf("%s: no such container", where)
+		}
+		n := 0
+		for k, v := range c.EnvMap() {
+			want, ok := env[k]
+			if !ok || k == "PATHS" {
+				continue
+			}
+			n++
+			if v != want {
+				t.Errorf("%s: %s=%q; .env has %q", where, k, v, want)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no variable of .env in its environment", where)
+		}
+	}
+	app := &m.must(t, "Deployment", "app").Spec.Template.Spec
+	check("app/app", app.Container("app"))
+	check("app/nginx", app.Container("nginx"))
+	check("nginx/nginx", m.must(t, "Deployment", "nginx").Spec.Template.Spec.Container("nginx"))
+	check("k6-t1/plan", m.must(t, "Job", "k6-t1").Spec.Template.Spec.Container("plan"))
+	if got, want := app.Container("app").EnvMap()["APP_SOCKET_GID"], env["APP_GID"]; got != want {
+		t.Errorf("APP_SOCKET_GID=%q; .env's APP_GID is %q", got, want)
+	}
+}
+
+// Whole numbers from a values file (floats to Helm) are written in full, not
+// as 1.073741824e+09.
+func TestWholeNumbersInFull(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "big.yaml")
+	writeFile(t, f, "app:\n  downloadSize: 1073741824\nload:\n  enabled: true\n  testid: 20261125\n  seed: 2147483647\n  rate: 1000000\n")
+	out, err := helm(t, "template", release, chartDir(t), "-f", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := parse(t, out)
+	if got := m.must(t, "Deployment", "app").Spec.Template.Spec.Container("app").EnvMap()["APP_DOWNLOAD_SIZE"]; got != "1073741824" {
+		t.Errorf("APP_DOWNLOAD_SIZE=%q, want 1073741824", got)
+	}
+	plan := m.must(t, "Job", "k6-20261125").Spec.Template.Spec.Container("plan").EnvMap()
+	for k, want := range map[string]string{"SEED": "2147483647", "RATE": "1000000", "TESTID": "20261125"} {
+		if plan[k] != want {
+			t.Errorf("%s=%q, want %s", k, plan[k], want)
+		}
+	}
+}

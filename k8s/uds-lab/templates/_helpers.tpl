@@ -74,13 +74,13 @@ entrypoint renders /etc/nginx/templates/*.template with it):
 - name: NGINX_ENVSUBST_OUTPUT_DIR
   value: /tmp
 - name: NGINX_WORKER_PROCESSES
-  value: {{ $v.nginx.workerProcesses | quote }}
+  value: {{ include "uds-lab.str" $v.nginx.workerProcesses | quote }}
 - name: NGINX_RUN_DIR
   value: /tmp
 - name: NGINX_LISTEN_PORT
-  value: {{ .port | quote }}
+  value: {{ include "uds-lab.str" .port | quote }}
 - name: NGINX_STATUS_PORT
-  value: {{ .status | quote }}
+  value: {{ include "uds-lab.str" .status | quote }}
 - name: NGINX_PATH_SUFFIX
   value: {{ .suffix | quote }}
 - name: APP_TCP_UPSTREAM
@@ -92,13 +92,13 @@ entrypoint renders /etc/nginx/templates/*.template with it):
 - name: APP_FASTCGI_SCRIPT
   value: {{ $v.app.fastcgiScript | quote }}
 - name: NGINX_UPSTREAM_KEEPALIVE
-  value: {{ $v.nginx.upstreamKeepalive | quote }}
+  value: {{ include "uds-lab.str" $v.nginx.upstreamKeepalive | quote }}
 - name: NGINX_ACCESS_LOG
   value: {{ $v.nginx.accessLog | quote }}
 - name: NGINX_WORKER_CONNECTIONS
-  value: {{ $v.nginx.workerConnections | quote }}
+  value: {{ include "uds-lab.str" $v.nginx.workerConnections | quote }}
 - name: NGINX_MAX_IN_FLIGHT
-  value: {{ $v.nginx.maxInFlight | quote }}
+  value: {{ include "uds-lab.str" $v.nginx.maxInFlight | quote }}
 {{- end }}
 
 {{/*
@@ -124,8 +124,8 @@ requests:
 allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
 runAsNonRoot: true
-runAsUser: {{ .uid }}
-runAsGroup: {{ .gid }}
+runAsUser: {{ include "uds-lab.str" .uid }}
+runAsGroup: {{ include "uds-lab.str" .gid }}
 capabilities:
   drop: ["ALL"]
 seccompProfile:
@@ -164,4 +164,12 @@ nodeSelector:
       protocol: UDP
     - port: 53
       protocol: TCP
+{{- end }}
+
+{{/*
+A value as text, whole numbers in full: values.yaml's numbers are floats to
+Helm, and toString or quote would write 1048576 as "1.048576e+06".
+*/}}
+{{- define "uds-lab.str" -}}
+{{- if and (kindIs "float64" .) (eq (float64 (int64 .)) .) -}}{{ int64 . }}{{- else -}}{{ toString . }}{{- end -}}
 {{- end }}

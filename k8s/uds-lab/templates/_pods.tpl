@@ -14,9 +14,9 @@ this environment, then runs these args, as compose's command.
     {{- include "uds-lab.nginxEnv" . | nindent 4 }}
   ports:
     - name: nginx-http
-      containerPort: {{ .port }}
+      containerPort: {{ include "uds-lab.str" .port }}
     - name: nginx-status
-      containerPort: {{ .status }}
+      containerPort: {{ include "uds-lab.str" .status }}
   readinessProbe:
     exec:
       {{- if .socket }}
