@@ -29,9 +29,11 @@ def t_interval(values):
     m = sum(values) / n
     if n < 2 or max(values) - min(values) <= 1e-9 * max(1.0, abs(m)):
         return m, None, None, None
-    res = sps.ttest_1samp(values, 0.0)
-    ci = res.confidence_interval(CONFIDENCE)
-    return m, float(ci.low), float(ci.high), float(res.pvalue)
+    # scipy's t distribution directly: the same as ttest_1samp, a tenth of its
+    # time (a sweep's report and the simulation tests call this thousands of times).
+    se = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1) / n)
+    q = sps.t.ppf(1 - ALPHA / 2, n - 1)
+    return m, m - q * se, m + q * se, float(2 * sps.t.sf(abs(m) / se, n - 1))
 
 
 def diff_stats(a_by_round, b_by_round, scale=1.0, resolution=None, less=None):

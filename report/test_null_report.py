@@ -44,9 +44,11 @@ FINDINGS = [
 BOLD = re.compile(r"\*\*(.+?)\*\*")
 
 
-def findings(md):
+def findings(md, bold=True):
+    """The claims worded as findings; bold: a bold number too (a sweep's
+    answer labels each step with its rate in bold: not a claim)."""
     return [m.group(0) for f in FINDINGS for m in f.finditer(md)] + \
-        [b for b in BOLD.findall(md) if re.search(r"\d", b)]
+        ([b for b in BOLD.findall(md) if re.search(r"\d", b)] if bold else [])
 
 
 def aa_halves():
@@ -155,3 +157,26 @@ def test_a_report_of_eight_identical_paths_states_no_difference_but_at_the_error
 def test_a_max_report_of_eight_identical_paths_states_no_difference_but_at_the_error_rate():
     hits, said = share_with_findings("max", 32, REPORTS // 2)
     assert binomtest(hits, REPORTS // 2, ALPHA, alternative="greater").pvalue > 0.01, (hits / (REPORTS // 2), said[:5])
+
+
+def null_sweep(rng, rates=(500, 1000, 2000, 4000, 8000, 12000), rounds=3):
+    """A make sweep of the eight paths, all the same, every step held."""
+    from report.test_sweep import load, phase
+    ph = []
+    for s, rate in enumerate(rates, 1):
+        f = noisy(rng, rounds)
+        ph += [phase(p, s, rate, r, p50=0.4 * f(p, r), p99=1.6 * f(p, r)) for p in EIGHT for r in range(1, rounds + 1)]
+    doc = load(ph, rates)
+    doc["settings"]["paths"] = list(EIGHT)
+    return doc
+
+
+def test_a_sweep_of_eight_identical_paths_states_no_saving_but_at_the_error_rate():
+    """Six steps of four pairs: judged a step at a time, about one such sweep
+    in four stated a saving; judged all together, at most 5%."""
+    from report import sweep
+    rng = np.random.default_rng(33)
+    runs = 100
+    said = [findings(sweep.render(sweep.build(null_sweep(rng))), bold=False) for _ in range(runs)]
+    hits = sum(bool(x) for x in said)
+    assert binomtest(hits, runs, ALPHA, alternative="greater").pvalue > 0.01, (hits / runs, [x for x in said if x][:3])
