@@ -146,6 +146,31 @@ func TestJobPlan(t *testing.T) {
 					t.Errorf("path %s: k6 would ask %s, which no Service of the chart answers", path, u)
 				}
 			}
+			// k6 takes it: loadgen/load.js from the Job's ConfigMap, on the plan
+			// the Job wrote (k6 inspect: the scenarios, one per phase, no load; k6 run
+			// takes the environment by default, inspect when asked).
+			inspect := exec.Command(k6Binary(t), "inspect", "--include-system-env-vars", local("/loadgen/load.js"))
+			inspect.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "K6_NO_USAGE_REPORT=true",
+				"PLAN=" + local(k6.EnvMap()["PLAN"])}
+			iout, err := inspect.Output()
+			if err != nil {
+				t.Fatalf("k6 inspect on the Job's plan: %v", err)
+			}
+			var options struct {
+				Scenarios map[string]any `json:"scenarios"`
+			}
+			var phases struct {
+				Phases []any `json:"phases"`
+			}
+			if err := json.Unmarshal(iout, &options); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &phases); err != nil {
+				t.Fatal(err)
+			}
+			if len(options.Scenarios) == 0 || len(options.Scenarios) != len(phases.Phases) {
+				t.Errorf("k6 makes %d scenarios of the Job's plan of %d phases", len(options.Scenarios), len(phases.Phases))
+			}
 			// Where the socket cannot go, the path is not driven.
 			cat := lab.ReadCatalogue(t)
 			for _, p := range doc.Settings.Paths {
@@ -200,4 +225,16 @@ func docOf(t *testing.T, text, kind, name string) string {
 	}
 	t.Fatalf("no %s %s in the rendering", kind, name)
 	return ""
+}
+
+// k6Binary is the k6 scripts/test-deps.sh builds (.env's K6_IMAGE version),
+// as loadgen's tests find it.
+func k6Binary(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(lab.Path(t, "scripts", "test-deps.sh"), "k6").Output()
+	if err != nil {
+		t.Fatalf("scripts/test-deps.sh k6: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
 }
