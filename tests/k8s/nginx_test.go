@@ -27,6 +27,12 @@ var chartNginx = map[string]string{"app": "nginx-lo", "nginx": "nginx"}
 // and the upstream's host name (nginx -t resolves it). Returns the config's
 // folder and the main config's text.
 func renderChartNginx(t *testing.T, m Manifests, deploy string) (string, string) {
+	return renderChartNginxWith(t, m, deploy, nil)
+}
+
+// renderChartNginxWith renders as renderChartNginx, with some variables
+// replaced (ports and the app's addresses, to run it here).
+func renderChartNginxWith(t *testing.T, m Manifests, deploy string, override map[string]string) (string, string) {
 	t.Helper()
 	pod := &m.must(t, "Deployment", deploy).Spec.Template.Spec
 	c := pod.Container("nginx")
@@ -67,6 +73,9 @@ func renderChartNginx(t *testing.T, m Manifests, deploy string) (string, string)
 	vars["NGINX_RUN_DIR"] = dir
 	if host, port, err := net.SplitHostPort(env["APP_TCP_UPSTREAM"]); err == nil && host != "127.0.0.1" {
 		vars["APP_TCP_UPSTREAM"] = "127.0.0.1:" + port
+	}
+	for k, v := range override {
+		vars[k] = v
 	}
 	if strings.Contains(vars["NGINX_ACCESS_LOG"], "/log/") {
 		if err := os.MkdirAll(filepath.Join(dir, "log"), 0o755); err != nil {

@@ -31,8 +31,8 @@ this environment, then runs these args, as compose's command.
         - sh
         - -c
         - >-
-          curl -fsS -o /dev/null --max-time 2 http://127.0.0.1:{{ .port }}/healthz &&
-          code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 2 http://127.0.0.1:{{ .port }}/_tcp/healthz);
+          curl -fsS -o /dev/null --max-time 2 http://127.0.0.1:{{ include "uds-lab.str" .port }}/healthz || exit 1;
+          code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 2 http://127.0.0.1:{{ include "uds-lab.str" .port }}/_tcp/healthz) || code=000;
           case $code in 000|502|503|504) echo "the app does not answer on its tcp listener (nginx: HTTP $code)" >&2; exit 1;; esac
       {{- end }}
     periodSeconds: 5
