@@ -427,6 +427,15 @@ func stackRun(t *testing.T, prom, name, testid string) {
 	if name == "go" {
 		return // the contract scenario checks the lab's app
 	}
+	// A stack exports no metrics: the report's app CPU per request is its
+	// container's CPU from cAdvisor, in every measured phase.
+	for _, ph := range readReport(t, testid).Phases {
+		if v := ph.Figures["app_cpu_us_per_req"]; v == nil || *v <= 0 {
+			t.Errorf("%s, %s: app CPU per request = %v (missing: %q), want its container's CPU from cAdvisor", name, ph.Name, deref(v), ph.Missing["app_cpu_us_per_req"])
+		} else {
+			t.Logf("%s, %s: app CPU per request from its container (cAdvisor): %.1f µs", name, ph.Name, *v)
+		}
+	}
 	image := os.Getenv("STACK_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_IMAGE")
 	if image == "" {
 		t.Fatalf("no stand-in image for %s (tests/e2e/standins.sh prints STACK_*_IMAGE)", name)
