@@ -174,3 +174,53 @@ func TestInputs(t *testing.T) {
 		t.Fatal("no Job k6-t1 with load.enabled")
 	}
 }
+
+// In each nginx's pod, nginx's access log reaches its exporter: the FIFO
+// nginx writes (NGINX_ACCESS_LOG) is the one the exporter makes
+// (LOG_EXPORTER_PIPE), in a volume both mount at the same place and the app
+// does not; the exporter runs in nginx's group (the FIFO is 0660) and starts
+// first; its catalogue is the chart's.
+func TestLogExporterWiring(t *testing.T) {
+	m := parse(t, render(t, nil))
+	for deploy := range chartNginx {
+		pod := &m.must(t, "Deployment", deploy).Spec.Template.Spec
+		nginx, exp := pod.Container("nginx"), pod.Container("log-exporter")
+		if exp == nil || exp.RestartPolicy != "Always" || exp.StartupProbe == nil {
+			t.Errorf("%s: no log exporter started before nginx (a native sidecar with a startup probe)", deploy)
+			continue
+		}
+		pipe := exp.EnvMap()["LOG_EXPORTER_PIPE"]
+		if f := strings.Fields(nginx.EnvMap()["NGINX_ACCESS_LOG"]); len(f) == 0 || f[0] != pipe {
+			t.Errorf("%s: nginx logs to %q, the exporter reads %q", deploy, nginx.EnvMap()["NGINX_ACCESS_LOG"], pipe)
+		}
+		var vol string
+		for _, mt := range exp.VolumeMounts {
+			if strings.HasPrefix(pipe, mt.MountPath+"/") {
+				vol = mt.Name
+				if nm := nginx.Mount(mt.Name); nm == nil || nm.MountPath != mt.MountPath {
+					t.Errorf("%s: nginx does not mount the FIFO's volume %s at %s", deploy, mt.Name, mt.MountPath)
+				}
+			}
+		}
+		if v := pod.Volume(vol); vol == "" || v == nil || v.EmptyDir == nil {
+			t.Errorf("%s: the FIFO %s is not in an emptyDir of the pod", deploy, pipe)
+		}
+		if a := pod.Container("app"); a != nil && a.Mount(vol) != nil {
+			t.Errorf("%s: the app mounts the FIFO's volume", deploy)
+		}
+		if g, n := exp.SecurityContext.RunAsGroup, nginx.SecurityContext.RunAsGroup; g == nil || n == nil || *g != *n {
+			t.Errorf("%s: the exporter runs in group %v, nginx in %v: nginx could not write the FIFO (0660)", deploy, g, n)
+		}
+		cat := exp.EnvMap()["LOG_EXPORTER_CATALOGUE"]
+		ok := false
+		for _, mt := range exp.VolumeMounts {
+			if v := pod.Volume(mt.Name); v != nil && v.ConfigMap != nil && v.ConfigMap.Name == release+"-catalogue" &&
+				cat == mt.MountPath+"/catalogue.json" {
+				ok = true
+			}
+		}
+		if !ok {
+			t.Errorf("%s: the exporter's catalogue %q is not the chart's ConfigMap", deploy, cat)
+		}
+	}
+}
