@@ -3,9 +3,10 @@
 # or wrk), `make sweep` (MODE=sweep, k6) or `make floor` (MODE=floor,
 # services/floor): the plan (loadgen/plan.py, in the wrk image: the host needs no
 # Python), the settings the run ran with (compose.json, for the report), the
-# generator; then, with PRECISION, more batches of rounds until
-# report/precision.py (in the report's image) finds every comparison of the
-# answer within it, or MAX_ROUNDS is reached. A batch continues the run's order
+# generator; then, with PRECISION, the second stage of Stein's procedure:
+# report/precision.py (in the report's image) sizes one more batch from the
+# first batch's spread (none if it already reaches PRECISION; at most
+# MAX_ROUNDS in all), and after it says done. A batch continues the run's order
 # of paths (same SEED, from FIRST_ROUND on) and is merged into its load.json.
 #
 # From make: COMPOSE, TESTID, MODE, GENERATOR, PRECISION, SWEEP, SWEEP_RATES, SWEEP_TO, APP_LO_NOTRACK; the rest of the run's
