@@ -102,6 +102,9 @@ def block_diff(by_path, a, b, less=None, scale=1e3, block_s=1):
             "over": f"blocks of {block_s} s", "blocks": len(xs), "block_s": block_s, "lag": lag,
             "autocorrelation_blocks": round(lag1(xs), 3), "a_mean": mean(av), "b_mean": mean(bv),
             "relative": div(m, mean(av)), "resolution": None, "method": METHOD,
+            # Blocks some path had no median in (fewer than MIN_BLOCK_REQUESTS requests): counted, and said.
+            "dropped": max(len(s) for s in series) - len(xs),
+            "dropped_why": f"a path with fewer than {MIN_BLOCK_REQUESTS} requests in the block",
             "per_round": {str(i + 1): v for i, v in enumerate(xs)}}
 
 

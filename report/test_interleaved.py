@@ -105,8 +105,11 @@ def test_paths_that_do_not_differ_make_no_measurable_difference():
 
 def test_a_block_without_a_median_is_left_out_of_the_pairing():
     k6 = mixed_load(missing={("uds-lo", 5), ("tcp-lo", 9)})
-    d = build(k6)["workloads"]["ping"]["breakdown"]["socket_new"]["figures"]["client_p50_ms"]
-    assert d["blocks"] == 58
+    rep = build(k6)
+    d = rep["workloads"]["ping"]["breakdown"]["socket_new"]["figures"]["client_p50_ms"]
+    assert d["blocks"] == 58 and d["dropped"] == 2
+    # Counted and said, in the answer as in the table.
+    assert "58 blocks of 1 s; 2 left out: a path with fewer than 5 requests in the block" in rep["workloads"]["ping"]["answer"]
 
 
 @pytest.mark.parametrize("held, dropped, kind", [(500, 0, None), (400, 0, "saturated"), (500, 400, "saturated")])
