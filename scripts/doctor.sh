@@ -81,7 +81,7 @@ selected() { # selected SERVICE: is it among $SERVICES (empty: all)?
 }
 
 gather() {
-  local n v img info rc
+  local n v img info rc ran=no
   SERVICES=$(setting SERVICES)
   for n in SERVICES APP_CPUSET NGINX_CPUSET LOADGEN_CPUSET MONITORING_CPUSET APP_CPUS NGINX_CPUS LOADGEN_CPUS NGINX_PORT PROMETHEUS_PORT GRAFANA_PORT; do
     echo "set_$n=$(setting "$n")"
@@ -108,6 +108,16 @@ gather() {
     # cAdvisor finds containerd's socket through compose's /var/run mount.
     v=$(probe -v /var/run:/var/run:ro "$img" -c 'test -S /var/run/containerd/containerd.sock')
     case $v in ok) echo "containerd_sock=yes" ;; '') echo "containerd_sock=no" ;; *) echo "containerd_sock=unknown" ;; esac
+    case $v in ok|'') ran=yes ;; esac
+  fi
+  # compose runs cAdvisor privileged: does this engine start a privileged
+  # container? (One whose host lacks a capability in its bounding set, as a
+  # sandboxed or nested engine may, refuses every one: "unable to apply caps".)
+  # Asked only where the same image ran unprivileged just above, so that a
+  # refusal is the privilege's.
+  if [ "$ran" = yes ] && selected cadvisor && docker compose config cadvisor 2>/dev/null | grep -q '^ *privileged: true'; then
+    echo "cadvisor_privileged=yes"
+    echo "privileged_run=$(probe --privileged "$img" -c true | tr '|' '/')"
   fi
   if [ -n "$(docker compose ps -q --status running cadvisor 2>/dev/null)" ]; then
     echo "cadvisor_running=yes"; echo "cadvisor_labels=$(cadvisor_labels)"
@@ -200,6 +210,8 @@ judge() {
     v=""
     if [ "$(f os)" = "Docker Desktop" ]; then v="it cannot start on Docker Desktop (privileged, /dev/kmsg, the VM's /var/lib/docker)"
     elif [ "$(f rootless)" = yes ]; then v="it cannot start on rootless Docker (privileged, /dev/kmsg, /var/lib/docker)"
+    elif [ "$(f cadvisor_privileged)" = yes ] && [ -n "$(f privileged_run)" ] && [ "$(f privileged_run)" != ok ]; then
+      v="compose runs it privileged, and this engine starts no privileged container ($(f privileged_run))"
     elif [ "$(f driver_type)" = io.containerd.snapshotter.v1 ] && [ "$(f containerd_sock)" = no ]; then
       v="the engine keeps images in containerd, whose socket (/run/containerd/containerd.sock) containers cannot reach here: cAdvisor would start and label no container (google/cadvisor#3772)"
     elif [ "$(f cadvisor_running)" = yes ] && [ "$(f cadvisor_labels)" = 0 ]; then
