@@ -297,10 +297,11 @@ def paths_dashboard():
             "(TCP **over loopback**, from `nginx-lo`, the same nginx in the app's network namespace, as a sidecar in "
             "a pod) and `uds` (the **Unix socket** in a shared volume), each with a **new upstream connection per "
             "request** or, with `-ka`, **pooled keepalive connections**; `uds-lo` is the socket through nginx-lo, "
-            "so that the socket and TCP over loopback are compared through the same nginx. `make load` drives one path at a time at a fixed rate, so the paths "
-            "appear one after another on the time axis (annotated): compare latency and cost per request at equal "
-            "load. *Where the time goes* splits the difference into connection setup, the bridge and the TCP stack. "
-            "Pick a run in *Test run*; `make report` gives the same with spreads over rounds.",
+            "so that the socket and TCP over loopback are compared through the same nginx. `make load` first sends every path in one interleaved arrival stream "
+            "(the answer's latency: every path at once on the time axis), then one path at a time at the same rate "
+            "for the costs per request, each phase annotated. *Where the time goes* splits the difference into connection setup, the bridge and the TCP stack. "
+            "Pick a run in *Test run*. Every figure here is a point estimate over the time range, to explore: "
+            "`make report` judges them (intervals, corrected for the many comparisons).",
             h=5,
         ),
         row("Each path against tcp (whole time range)"),
