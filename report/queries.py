@@ -11,10 +11,11 @@ from report.values import CORE_MODES, METRICS, div, generator, matrix_samples, n
 # The client straight to the app (catalogue.json's direct paths): no nginx figures.
 DIRECT_PATHS = set((CATALOGUE.get("direct") or {}).get("paths") or {})
 NO_NGINX = "no nginx on this path (the client straight to the app)"
-# A counter sampled less often than the phase is long (cAdvisor: every 5-10 s,
-# its samples carry their own timestamps) can have fewer than two samples inside
-# a phase's window, where increase() gives nothing: the report then reads the
-# samples up to this far around it. The others are scraped every 5 s.
+# A counter sampled less often than the phase is long (cAdvisor: every 5-5.5 s
+# with compose's flags, its samples carry their own timestamps) can have fewer
+# than two samples inside a phase's window, where increase() gives nothing: the
+# report then reads the samples up to this far around it. The others are
+# scraped every 1 s (the app, nginx's log, node-exporter's CPU) or 5 s.
 SPARSE_REACH_S = 15
 # node-exporter is scraped every 5 s, as long as a default phase.
 SPARSE_SOURCES = ("cadvisor", "node")

@@ -222,3 +222,17 @@ func TestPortsAndSubsets(t *testing.T) {
 	has(t, "rows", rows, "node-exporter is left out", "row|missing|missing|node-exporter: context switches per request")
 	has(t, "plan", plan, "UP_LEFT_OUT='node-exporter'", "UP_OPTIONAL='cadvisor'")
 }
+
+// Compose runs cAdvisor privileged; an engine that starts no privileged
+// container (a throwaway one is refused) leaves it out, saying why, before
+// make up tries; one that starts it lets it run.
+func TestPrivilegedRefused(t *testing.T) {
+	rows, plan := judge(t, "testbed-20.10-cgroupv1.txt", "cadvisor_privileged=yes",
+		"privileged_run=Error response from daemon: failed to create task: unable to apply caps")
+	has(t, "rows", rows, "row|warn|cAdvisor|left out: compose runs it privileged, and this engine starts no privileged container (Error response from daemon")
+	has(t, "plan", plan, "UP_LEFT_OUT='cadvisor'")
+	hasNot(t, "privileged refused", rows+plan, "FAIL", "UP_BLOCKED")
+	rows, plan = judge(t, "testbed-20.10-cgroupv1.txt", "cadvisor_privileged=yes", "privileged_run=ok")
+	has(t, "rows", rows, "row|ok|cAdvisor|")
+	hasNot(t, "privileged allowed", plan, "UP_LEFT_OUT='cadvisor'")
+}

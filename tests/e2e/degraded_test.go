@@ -110,7 +110,7 @@ type degradedReport struct {
 // WSL2 without systemd: node-exporter's rslave mount is refused there. make
 // doctor names it, make up starts the lab with node-exporter on a plain
 // read-only mount, and the report names the figures that are missing (here
-// cAdvisor's: it cannot run on the test bed). run.sh makes / private around
+// cAdvisor's: run.sh leaves it out of this test). run.sh makes / private around
 // this test only, and shared again after it.
 func TestPrivateRoot(t *testing.T) {
 	if os.Getenv("UDS_LAB_E2E_PRIVATE_ROOT") == "" {
