@@ -138,6 +138,7 @@ fi
 GO_VERSION=$(go env GOVERSION)
 GO_MODULES=$(ls services/*/go.mod contract/*/go.mod)
 GO_SUMS=$(for m in $GO_MODULES; do [ ! -f "${m%go.mod}go.sum" ] || echo "${m%go.mod}go.sum"; done)
+# shellcheck disable=SC2086 # a list of go.sum paths (no spaces), split into arguments on purpose
 GOLANG=uds-lab-standin/golang:${GO_VERSION#go}-$(cat $GO_SUMS | sha256sum | cut -c1-12)
 if ! have "$GOLANG"; then
   ctx=$(mktemp -d)
