@@ -156,7 +156,7 @@ logs: ## Follow the lab's logs
 GO_SERVICES := services/app services/nginx-log-exporter services/prometheus-auth services/floor contract/checker contract/minimal-app
 
 .PHONY: deps
-deps: ## Install the test tools that are missing (nginx, envsubst, wrk, promtool; k6 when its test first runs)
+deps: ## Install the test tools that are missing (nginx, envsubst, wrk, promtool, the linters, helm, kubeconform, kube-score; k6 when its test first runs)
 	scripts/test-deps.sh
 
 .PHONY: check
