@@ -285,12 +285,16 @@ def ratio_to_tcp(q):
     )
 
 
-def paths_dashboard():
-    per_req = f"sum(rate(app_http_requests_total{{{LOAD}}}[$__rate_interval]))"
-    # Requests either nginx handled on the lab's paths (both log to nginx-log-exporter).
-    nginx_req = 'sum(rate(nginx_location_requests_total{path!="other"}[$__rate_interval]))'
-    nginx_svcs = f'container_label_com_docker_compose_service=~"{"|".join(CATALOGUE["nginx"])}"'
-    panels = [
+# The paths dashboard's shared selectors: the app's load requests, the requests either
+# nginx handled on the lab's paths (both log to nginx-log-exporter), both nginx's containers.
+PER_REQ = f"sum(rate(app_http_requests_total{{{LOAD}}}[$__rate_interval]))"
+NGINX_REQ = 'sum(rate(nginx_location_requests_total{path!="other"}[$__rate_interval]))'
+NGINX_SVCS = f'container_label_com_docker_compose_service=~"{"|".join(CATALOGUE["nginx"])}"'
+
+
+def intro_panels():
+    """The dashboard's opening text."""
+    return [
         text(
             "How to read this dashboard",
             "nginx reaches the **same app** by several paths: `tcp` (TCP **across the Docker bridge**), `tcp-lo` "
@@ -304,6 +308,12 @@ def paths_dashboard():
             "`make report` judges them (intervals, corrected for the many comparisons).",
             h=5,
         ),
+    ]
+
+
+def against_tcp_panels():
+    """Each path against tcp over the whole time range: ratios and where the time goes."""
+    return [
         row("Each path against tcp (whole time range)"),
         stat(
             "Client latency p50, ratio to tcp",
@@ -332,6 +342,12 @@ def paths_dashboard():
             h=6,
             decimals=1,
         ),
+    ]
+
+
+def load_and_latency_panels():
+    """Requests/s, latency and errors per path."""
+    return [
         row("Load and latency"),
         timeseries(
             "Requests/s per path (k6)",
@@ -378,6 +394,12 @@ def paths_dashboard():
             ],
             "reqps",
         ),
+    ]
+
+
+def inside_nginx_panels():
+    """nginx's own view from its access log."""
+    return [
         row("Inside nginx (access log; millisecond resolution)"),
         timeseries(
             "nginx upstream connect time per path (mean)",
@@ -406,12 +428,18 @@ def paths_dashboard():
             ],
             "s",
         ),
+    ]
+
+
+def cost_per_request_panels():
+    """What a request costs the app, nginx and the host's cores."""
+    return [
         row("Cost per request"),
         timeseries(
             "App CPU per request",
             "CPU microseconds the app's process used per request it served (process CPU rate / request rate). "
             "Accepting a connection per request costs the app CPU that keepalive saves.",
-            [by_active_path(f"1e6 * sum(rate(process_cpu_seconds_total{{{APP}}}[$__rate_interval])) / {per_req}")],
+            [by_active_path(f"1e6 * sum(rate(process_cpu_seconds_total{{{APP}}}[$__rate_interval])) / {PER_REQ}")],
             "µs",
         ),
         timeseries(
@@ -420,7 +448,7 @@ def paths_dashboard():
             "when it blocks on a socket, plus involuntary) per request it served, coloured by the path k6 was "
             "driving: what the path makes the app do, without the host's background. Empty for an app that does "
             "not export the metric.",
-            [by_active_path(f"sum(rate(app_process_context_switches_total{{{APP}}}[$__rate_interval])) / {per_req}")],
+            [by_active_path(f"sum(rate(app_process_context_switches_total{{{APP}}}[$__rate_interval])) / {PER_REQ}")],
             "short",
         ),
         timeseries(
@@ -428,7 +456,7 @@ def paths_dashboard():
             "CPU microseconds the nginx containers (nginx and nginx-lo: one is busy at a time) used per request "
             "they handled (cAdvisor CPU rate / access-log request rate), coloured by the path k6 was driving. Opening "
             "upstream connections is nginx's main extra cost on the new-connection paths.",
-            [by_active_path(f"1e6 * sum(rate(container_cpu_usage_seconds_total{{{nginx_svcs}}}[$__rate_interval])) / {nginx_req}")],
+            [by_active_path(f"1e6 * sum(rate(container_cpu_usage_seconds_total{{{NGINX_SVCS}}}[$__rate_interval])) / {NGINX_REQ}")],
             "µs",
         ),
         timeseries(
@@ -437,7 +465,7 @@ def paths_dashboard():
             "host's background (Prometheus, Docker, k6: tens per request at 500 req/s) is counted too, so paths "
             "differ little here: see App context switches per request, and the report's figure above the run's "
             "idle baseline.",
-            [by_active_path(f"sum(rate(node_context_switches_total[$__rate_interval])) / {nginx_req}")],
+            [by_active_path(f"sum(rate(node_context_switches_total[$__rate_interval])) / {NGINX_REQ}")],
             "short",
         ),
         *[timeseries(
@@ -446,13 +474,19 @@ def paths_dashboard():
             "nothing else pinned there, it is nginx's, the app's and the kernel's work for them) per request nginx "
             f"handled, coloured by the path k6 was driving. {why} The report gives the same per phase, with "
             "intervals, when the lab is pinned.",
-            [by_active_path(f'1e6 * sum(rate(node_cpu_seconds_total{{mode="{mode}",cpu=~"$cores"}}[$__rate_interval])) / {nginx_req}')],
+            [by_active_path(f'1e6 * sum(rate(node_cpu_seconds_total{{mode="{mode}",cpu=~"$cores"}}[$__rate_interval])) / {NGINX_REQ}')],
             "µs",
         ) for title, mode, why in (
             ("Softirq", "softirq", "Packets through the TCP/IP stack, the veth pair and the bridge: charged reliably "
              "to no container, and what the socket saves most."),
             ("System", "system", "System calls: connect, accept, send and receive, close."),
         )],
+    ]
+
+
+def connection_panels():
+    """What a new connection per request leaves behind: conntrack entries, upstream connects, TIME_WAIT."""
+    return [
         timeseries(
             "Connection tracking in the app's network namespace",
             "Entries in the app's namespace's connection-tracking table and its limit (the lab's app exports them). "
@@ -479,6 +513,12 @@ def paths_dashboard():
             [target(f'app_netns_tcp_sockets{{{APP}, state="tw"}}', "TIME_WAIT")],
             "short",
         ),
+    ]
+
+
+def sweep_panels():
+    """A sweep's steps: requests/s and latency at each rate, and memory."""
+    return [
         row("A sweep (make sweep): each path at rising rates"),
         timeseries(
             f"{SWEEP_TITLE}requests/s per path at each step",
@@ -511,6 +551,11 @@ def paths_dashboard():
             "bytes",
         ),
     ]
+
+
+def paths_dashboard():
+    panels = (intro_panels() + against_tcp_panels() + load_and_latency_panels() + inside_nginx_panels()
+              + cost_per_request_panels() + connection_panels() + sweep_panels())
     return dashboard(
         "uds-lab-paths",
         "uds-lab: paths compared",
@@ -522,13 +567,13 @@ def paths_dashboard():
     )
 
 
-def load_dashboard():
-    """Whether the load generator kept up. k6 pushes its own metrics to
-    Prometheus; wrk has no such output (its figures go to load.json only), so
-    for wrk the panels show what the rest of the lab sees of it: its container's
-    CPU and throttling (cAdvisor) and the requests nginx logged per path."""
-    by_gen = "container_label_com_docker_compose_service"
-    panels = [
+# cAdvisor's label of a container's compose service.
+BY_SERVICE = "container_label_com_docker_compose_service"
+
+
+def client_panels():
+    """What the generator drove: requests per path, dropped iterations, VUs."""
+    return [
         text(
             "Is the client the limit?",
             "A benchmark measures the server only while the load generator keeps up. If k6 drops iterations, runs "
@@ -573,15 +618,21 @@ def load_dashboard():
             ],
             "short",
         ),
+    ]
+
+
+def generator_cpu_panels():
+    """The generator's own CPU against its limit, its throttling, and its connection time."""
+    return [
         timeseries(
             "Load generator CPU vs its limit (cAdvisor)",
             "CPU cores the generator's container used (k6 or wrk, one at a time), and its limit (LOADGEN_CPUS). "
             "Near the limit, the generator's own timing inflates latency and caps the rate.",
             [
-                target(f"sum by ({by_gen}) (rate(container_cpu_usage_seconds_total{{{LOADGEN}}}[$__rate_interval]))",
-                       f"{{{{{by_gen}}}}}"),
-                target(f"max by ({by_gen}) (container_spec_cpu_quota{{{LOADGEN}}} / container_spec_cpu_period{{{LOADGEN}}})",
-                       f"{{{{{by_gen}}}}} limit"),
+                target(f"sum by ({BY_SERVICE}) (rate(container_cpu_usage_seconds_total{{{LOADGEN}}}[$__rate_interval]))",
+                       f"{{{{{BY_SERVICE}}}}}"),
+                target(f"max by ({BY_SERVICE}) (container_spec_cpu_quota{{{LOADGEN}}} / container_spec_cpu_period{{{LOADGEN}}})",
+                       f"{{{{{BY_SERVICE}}}}} limit"),
             ],
             "short",
         ),
@@ -591,9 +642,9 @@ def load_dashboard():
             "percent, its clock and pace suffer.",
             [
                 target(
-                    f"sum by ({by_gen}) (rate(container_cpu_cfs_throttled_periods_total{{{LOADGEN}}}[$__rate_interval]))"
-                    f" / sum by ({by_gen}) (rate(container_cpu_cfs_periods_total{{{LOADGEN}}}[$__rate_interval]))",
-                    f"{{{{{by_gen}}}}}",
+                    f"sum by ({BY_SERVICE}) (rate(container_cpu_cfs_throttled_periods_total{{{LOADGEN}}}[$__rate_interval]))"
+                    f" / sum by ({BY_SERVICE}) (rate(container_cpu_cfs_periods_total{{{LOADGEN}}}[$__rate_interval]))",
+                    f"{{{{{BY_SERVICE}}}}}",
                 )
             ],
             "percentunit",
@@ -610,6 +661,14 @@ def load_dashboard():
             "s",
         ),
     ]
+
+
+def load_dashboard():
+    """Whether the load generator kept up. k6 pushes its own metrics to
+    Prometheus; wrk has no such output (its figures go to load.json only), so
+    for wrk the panels show what the rest of the lab sees of it: its container's
+    CPU and throttling (cAdvisor) and the requests nginx logged per path."""
+    panels = client_panels() + generator_cpu_panels()
     return dashboard(
         "uds-lab-load",
         "uds-lab: load generator",
@@ -642,9 +701,9 @@ def watchers():
     )
 
 
-def host_dashboard():
-    services = 'container_label_com_docker_compose_service!=""'
-    panels = [
+def host_panels(services):
+    """The host's CPU, switches and load, and each compose service's CPU, memory and network (cAdvisor)."""
+    return [
         watchers(),
         timeseries(
             "Host CPU by mode",
@@ -693,6 +752,12 @@ def host_dashboard():
             ],
             "short",
         ),
+    ]
+
+
+def process_panels():
+    """The app's Go runtime and nginx's connections, from their own metrics."""
+    return [
         timeseries(
             "App Go runtime",
             "Goroutines (one per open connection plus a few) and GC cycles per second in the app.",
@@ -709,6 +774,11 @@ def host_dashboard():
             "short",
         ),
     ]
+
+
+def host_dashboard():
+    services = 'container_label_com_docker_compose_service!=""'
+    panels = host_panels(services) + process_panels()
     return dashboard(
         "uds-lab-host",
         "uds-lab: host and containers",
