@@ -138,8 +138,12 @@ f() { eval "printf '%s' \"\${F_$1:-}\""; } # f NAME: a fact, or empty
 # highest_cpu LIST: the highest core a cpuset list ("0-3,5") names.
 highest_cpu() { printf '%s\n' "$1" | tr ',' '\n' | awk -F- '$NF + 0 > m { m = $NF + 0 } END { print m + 0 }'; }
 
+# The doctor's verdicts, from the facts (NAME=value lines on stdin), as rows
+# and make up's plan. Each check below adds its rows; they share left (the
+# services left out), missing (what that costs), mount (node-exporter's mount
+# of /) and fail (a FAIL row: make up is blocked), judge's locals.
 judge() {
-  local k v n cores left="" missing="" mount="ro,rslave" fail=0
+  local k v left="" missing="" mount="ro,rslave" fail=0
   while IFS= read -r k; do
     case $k in *=*) ;; *) continue ;; esac
     v=${k#*=}; k=${k%%=*}
@@ -147,10 +151,23 @@ judge() {
     printf -v "F_$k" '%s' "$v"
   done
   SERVICES=$(f set_SERVICES)
+  check_engine || return 0
+  check_versions
+  check_kind
+  check_node_exporter
+  check_cadvisor
+  check_ports
+  check_cores
+  check_host_tools
+  plan_up
+}
 
+# A CLI, and an engine that answers it; else nothing more to judge (1).
+check_engine() {
+  local k v n
   if [ "$(f cli)" = no ]; then
     row FAIL "Docker CLI" "docker is not on PATH" "install Docker Desktop, or Docker Engine with its compose plugin"
-    plan "UP_BLOCKED=1"; return
+    plan "UP_BLOCKED=1"; return 1
   fi
   if [ "$(f server)" != yes ]; then
     v=$(f server_error)
@@ -159,10 +176,13 @@ judge() {
       *) k="start Docker (Docker Desktop, or: sudo systemctl start docker); docker context ls shows where the CLI looks" ;;
     esac
     row FAIL "Docker engine" "no engine answers: ${v:-docker info failed}" "$k"
-    plan "UP_BLOCKED=1"; return
+    plan "UP_BLOCKED=1"; return 1
   fi
+}
 
-  # The engine and its kind.
+# The engine and its kind; Compose and buildx new enough.
+check_versions() {
+  local k v n
   v=$(f server_version)
   if ! vge "$v" $MIN_ENGINE; then row FAIL "Docker engine" "$v is older than $MIN_ENGINE" "update Docker"; fail=1
   else
@@ -180,8 +200,10 @@ judge() {
     # Compose 2.40 and 5.x build with Bake by default and refuse older buildx.
     row FAIL "buildx" "$v: Compose $(f compose_version) builds with Bake, which needs buildx $MIN_BUILDX or later" "update docker-buildx-plugin"; fail=1
   else row ok "buildx" "$v"; fi
+}
 
-  # What the engine's kind does to the lab.
+# What the engine's kind does to the lab.
+check_kind() {
   if [ "$(f os)" = "Docker Desktop" ]; then
     row info "Docker Desktop" "containers run in Desktop's Linux VM: cores, memory, / and /var/lib/docker are the VM's" ""
   fi
@@ -191,8 +213,10 @@ judge() {
   if [ "$(f userns)" = yes ]; then
     row info "userns-remap" "node-exporter and cAdvisor run in the host's user namespace (userns_mode: host); k6, wrk and the report write results/ as a remapped uid" "if make load cannot write results/, make it writable: chmod o+w results"
   fi
+}
 
-  # node-exporter: the host's / read-only, rslave where / is a shared mount.
+# node-exporter: the host's / read-only, rslave where / is a shared mount.
+check_node_exporter() {
   if selected node-exporter; then
     case $(f root_mount) in
       rslave) row ok "/ for node-exporter" "/ is a shared mount: node-exporter mounts it read-only, rslave" ;;
@@ -204,8 +228,11 @@ judge() {
       *) row warn "/ for node-exporter" "not checked (no probe result): make up tries rslave and leaves node-exporter out if refused" "" ;;
     esac
   fi
+}
 
-  # cAdvisor: per-container CPU (nginx CPU per request), memory, network.
+# cAdvisor: per-container CPU (nginx CPU per request), memory, network.
+check_cadvisor() {
+  local v
   if selected cadvisor; then
     v=""
     if [ "$(f os)" = "Docker Desktop" ]; then v="it cannot start on Docker Desktop (privileged, /dev/kmsg, the VM's /var/lib/docker)"
@@ -224,8 +251,11 @@ judge() {
     elif [ "$(f cadvisor_running)" = yes ]; then row ok "cAdvisor" "running; $(f cadvisor_labels) series labelled by compose service"
     else row ok "cAdvisor" "can start (make up checks that it labels containers)"; fi
   fi
+}
 
-  # Ports on 127.0.0.1.
+# Ports on 127.0.0.1.
+check_ports() {
+  local n v
   for n in NGINX_PORT:nginx PROMETHEUS_PORT:prometheus GRAFANA_PORT:grafana; do
     selected "${n#*:}" || continue
     n=${n%:*}; v=$(f "set_$n")
@@ -239,8 +269,11 @@ judge() {
       taken) row FAIL "port $v" "127.0.0.1:$v is taken by another process ($n)" "set $n to a free port in .env or on the command line (make up $n=...)"; fail=1 ;;
     esac
   done
+}
 
-  # CPU sets and limits against the engine's cores.
+# CPU sets and limits against the engine's cores.
+check_cores() {
+  local k v n cores
   cores=$(f ncpu); n=0
   if [ -n "$cores" ]; then
     for k in APP NGINX LOADGEN MONITORING; do # (no MONITORING_CPUS: its limit is a CPU set)
@@ -259,7 +292,11 @@ judge() {
     done
     [ $n = 0 ] && row ok "cores" "$cores cores; the CPU sets and limits fit"
   fi
+}
 
+# What runs on the host: make report needs nothing; make contract needs python3; GNU make.
+check_host_tools() {
+  local v
   row ok "make report" "runs in a container: no Python needed on this machine" ""
   if [ "$(f python3)" = no ]; then
     row info "python3" "not on this machine: make up, load, max and report need none; make contract and the tests (make test) do" "install Python 3 for make contract"
@@ -268,9 +305,11 @@ judge() {
   if [ -n "$v" ] && ! vge "$v" 3.82; then
     row warn "make" "GNU make $v ignores .SHELLFLAGS: a failing command inside a pipe goes unnoticed" "use a newer GNU make (macOS: brew install make, then gmake)"
   fi
+}
 
-  # What make up starts: the lab first, then the watchers one by one.
-  local core="" optional=""
+# What make up starts: the lab first, then the watchers one by one.
+plan_up() {
+  local k core="" optional=""
   for k in ${SERVICES:-$(f services_all)}; do
     case " $OPTIONAL " in
       *" $k "*) case " $left " in *" $k "*) ;; *) optional="$optional $k" ;; esac ;;
