@@ -213,70 +213,16 @@ func metricClauses(a *app, endpoint string, uses map[string][]panels.Panel) []Cl
 		}
 		return s
 	}
-	before, err := scrape(a.tcp)
-	for _, l := range a.both() {
-		for range countRequests {
-			l.get(endpoint)
-		}
-	}
-	var after, last families
-	if err == nil {
-		after, err = scrape(a.tcp)
-	}
-	token := fmt.Sprintf("contract-probe-%d", time.Now().UnixNano())
-	for _, l := range a.both() {
-		for i := range junkRequests {
-			l.get(fmt.Sprintf("/%s/%d", token, i))
-		}
-	}
-	if err == nil {
-		last, err = scrape(a.tcp)
-	}
+	sc := scrapeAround(a, endpoint)
 	absent := "absent from /metrics"
-	if err != nil {
-		absent = "no metrics: " + err.Error()
-		before, after, last = families{}, families{}, families{}
+	if sc.err != nil {
+		absent = "no metrics: " + sc.err.Error()
 	}
-
-	var out []Clause
-	counted := Clause{Name: countedName, Panels: names(requestsMetric), Effect: panelsEmpty}
-	if after[requestsMetric] == nil {
-		counted.Why = absent
-	} else {
-		counted.Pass, counted.Why = countedPerListener(before, after, endpoint)
+	out := []Clause{
+		countedClause(sc, endpoint, absent, names(requestsMetric)),
+		boundedClause(sc),
+		histClause(sc.last[durationMetric], absent, names(durationMetric)),
 	}
-	out = append(out, counted)
-
-	bounded := Clause{Name: boundedName, Effect: labelsUnbound}
-	switch junk := last.labelValuesContaining(token); {
-	case err != nil:
-		// No metrics, no labels to grow: nothing the lab's Prometheus could suffer.
-		bounded.Pass, bounded.Why = true, "no metrics, so no label values to grow"
-	case len(junk) > 0:
-		sort.Strings(junk)
-		bounded.Why = fmt.Sprintf("%d requests to junk URLs became label values, e.g. %s", 2*junkRequests, junk[0])
-	default:
-		bounded.Pass = true
-		bounded.Why = fmt.Sprintf("%d requests to junk URLs added no label value", 2*junkRequests)
-	}
-	out = append(out, bounded)
-
-	hist := Clause{Name: histName, Panels: names(durationMetric), Effect: panelsEmpty}
-	switch mf := last[durationMetric]; {
-	case mf == nil:
-		hist.Why = absent
-	case mf.GetType() != dto.MetricType_HISTOGRAM:
-		hist.Why = "is a " + strings.ToLower(mf.GetType().String()) + ", want a histogram"
-	case !listeners(mf)["tcp"] || !listeners(mf)["unix"]:
-		hist.Why = fmt.Sprintf("listener label values %v, want tcp and unix", keys(listeners(mf)))
-	default:
-		hist.Pass, hist.Why = true, "classic buckets"
-		if native(mf) {
-			hist.Why = "native and classic buckets"
-		}
-	}
-	out = append(out, hist)
-
 	// Every other app metric the dashboards read, each naming its panels.
 	var others []string
 	for m := range uses {
@@ -286,18 +232,100 @@ func metricClauses(a *app, endpoint string, uses map[string][]panels.Panel) []Cl
 	}
 	sort.Strings(others)
 	for _, m := range others {
-		c := Clause{Name: "metric " + m, Panels: names(m), Effect: panelsEmpty}
-		switch mf := last.family(m); {
-		case mf == nil:
-			c.Why = absent
-		case len(listeners(mf)) > 0 && (!listeners(mf)["tcp"] || !listeners(mf)["unix"]):
-			c.Why = fmt.Sprintf("listener label values %v, want tcp and unix", keys(listeners(mf)))
-		default:
-			c.Pass, c.Why = true, fmt.Sprintf("%s, %d series", strings.ToLower(mf.GetType().String()), len(mf.GetMetric()))
-		}
-		out = append(out, c)
+		out = append(out, otherClause(m, sc.last.family(m), absent, names(m)))
 	}
 	return out
+}
+
+// scraped is the app's /metrics before and after countRequests to endpoint on
+// each listener, and last after junkRequests to URLs with token in them.
+type scraped struct {
+	before, after, last families
+	token               string
+	err                 error
+}
+
+func scrapeAround(a *app, endpoint string) scraped {
+	var sc scraped
+	sc.before, sc.err = scrape(a.tcp)
+	for _, l := range a.both() {
+		for range countRequests {
+			l.get(endpoint)
+		}
+	}
+	if sc.err == nil {
+		sc.after, sc.err = scrape(a.tcp)
+	}
+	sc.token = fmt.Sprintf("contract-probe-%d", time.Now().UnixNano())
+	for _, l := range a.both() {
+		for i := range junkRequests {
+			l.get(fmt.Sprintf("/%s/%d", sc.token, i))
+		}
+	}
+	if sc.err == nil {
+		sc.last, sc.err = scrape(a.tcp)
+	}
+	if sc.err != nil {
+		sc.before, sc.after, sc.last = families{}, families{}, families{}
+	}
+	return sc
+}
+
+func countedClause(sc scraped, endpoint, absent string, panels []string) Clause {
+	c := Clause{Name: countedName, Panels: panels, Effect: panelsEmpty}
+	if sc.after[requestsMetric] == nil {
+		c.Why = absent
+	} else {
+		c.Pass, c.Why = countedPerListener(sc.before, sc.after, endpoint)
+	}
+	return c
+}
+
+func boundedClause(sc scraped) Clause {
+	c := Clause{Name: boundedName, Effect: labelsUnbound}
+	switch junk := sc.last.labelValuesContaining(sc.token); {
+	case sc.err != nil:
+		// No metrics, no labels to grow: nothing the lab's Prometheus could suffer.
+		c.Pass, c.Why = true, "no metrics, so no label values to grow"
+	case len(junk) > 0:
+		sort.Strings(junk)
+		c.Why = fmt.Sprintf("%d requests to junk URLs became label values, e.g. %s", 2*junkRequests, junk[0])
+	default:
+		c.Pass = true
+		c.Why = fmt.Sprintf("%d requests to junk URLs added no label value", 2*junkRequests)
+	}
+	return c
+}
+
+func histClause(mf *dto.MetricFamily, absent string, panels []string) Clause {
+	c := Clause{Name: histName, Panels: panels, Effect: panelsEmpty}
+	switch {
+	case mf == nil:
+		c.Why = absent
+	case mf.GetType() != dto.MetricType_HISTOGRAM:
+		c.Why = "is a " + strings.ToLower(mf.GetType().String()) + ", want a histogram"
+	case !listeners(mf)["tcp"] || !listeners(mf)["unix"]:
+		c.Why = fmt.Sprintf("listener label values %v, want tcp and unix", keys(listeners(mf)))
+	default:
+		c.Pass, c.Why = true, "classic buckets"
+		if native(mf) {
+			c.Why = "native and classic buckets"
+		}
+	}
+	return c
+}
+
+func otherClause(m string, mf *dto.MetricFamily, absent string, panels []string) Clause {
+	c := Clause{Name: "metric " + m, Panels: panels, Effect: panelsEmpty}
+	switch {
+	case mf == nil:
+		c.Why = absent
+	case len(listeners(mf)) > 0 && (!listeners(mf)["tcp"] || !listeners(mf)["unix"]):
+		c.Why = fmt.Sprintf("listener label values %v, want tcp and unix", keys(listeners(mf)))
+	default:
+		c.Pass, c.Why = true, fmt.Sprintf("%s, %d series", strings.ToLower(mf.GetType().String()), len(mf.GetMetric()))
+	}
+	return c
 }
 
 // countedPerListener: some route label counted exactly the requests sent to
