@@ -327,7 +327,7 @@ def build(load, server=None, k6_cpus=None, server_missing=None, backlog=None):
             "knees": {} if flat else {p: knee(p, by_step) for p in paths},
             "peaks": {p: peak(p, by_step) for p in paths} if flat else {},
             "savings": saved,
-            "charts": [], "warnings": all_short(by_step, load["settings"]["workloads"][0])}
+            "charts": [], "warnings": all_short(by_step, load["settings"]["workloads"][0], load["settings"]["generator"])}
 
 
 def past_limit(pair, outcome, stream):
@@ -337,17 +337,17 @@ def past_limit(pair, outcome, stream):
     return out + (["the interleaved stream"] if stream and not stream_held(stream) else [])
 
 
-def all_short(by_step, load_workload=None):
+def all_short(by_step, load_workload=None, gen="k6"):
     """The steps where every path (two or more) fell short of the rate with no
-    errors: k6's own ceiling on its core is as likely as theirs, and without
-    k6's CPU (cAdvisor) nothing tells them apart."""
+    errors: the generator's own ceiling on its core is as likely as theirs,
+    and without its CPU (cAdvisor) nothing tells them apart."""
     out = []
     for step, outcome in by_step.items():
         os_ = [o for o in outcome.values() if not o["generator"]]
         if len(os_) > 1 and all(o["failed"] and (o["error_share"] or 0) <= MAX_ERRORS for o in os_):
             out.append(warning(
                 "all_short", f"at {level(os_[0])} every path fell short of the rate at once, none with errors: "
-                "k6's own ceiling on its core is as likely as the paths' (with cAdvisor up, k6's CPU tells)",
+                f"{gen}'s own ceiling on its core is as likely as the paths' (with cAdvisor up, {gen}'s CPU tells)",
                 [], load_workload))
     return out
 
@@ -486,7 +486,7 @@ def render(rep, rate=None):
     lines += ["", "## How to read this", "",
               ("- Each step runs every path flat out with that many connections in flight (no rate to hold): "
                "requests/s is the path's limit there, latency its queue. " if flat else
-               "- Each step holds a fixed arrival rate (k6's constant-arrival-rate: a slow server cannot slow the "
+               f"- Each step holds a fixed arrival rate ({rep['generator']}'s: a slow server cannot slow the "
                "clock). ")
               + f"A path fails a step when {rule}; it leaves the sweep once it has failed {s['stop_after_failures']} "
               "steps. When the generator itself cannot keep up, every path falls short at once: read that step as "

@@ -305,3 +305,15 @@ def test_a_steps_savings_come_from_its_interleaved_stream_second_by_second():
     assert "`uds-lo` against `tcp-lo` (a new connection per request) saved 40 µs" in md
     assert "paired second by second in each step's interleaved stream" in md and "30 blocks of 1 s" in md
     assert "the interleaved stream past its limit" in md
+
+
+def test_a_sweep_names_the_generator_that_ran_it():
+    """An oha sweep's warnings and method name oha, not k6."""
+    ph = [phase(p, 1, 100, r, rps=80) for p in ("tcp-lo", "uds-lo") for r in (1, 2)]
+    run = load(ph)
+    run["settings"]["generator"] = "oha"
+    rep = sweep.build(run)
+    (w,) = rep["warnings"]
+    assert "oha's own ceiling" in w["message"] and "k6" not in w["message"]
+    md = sweep.render(rep)
+    assert "fixed arrival rate (oha's" in md and "k6" not in md
