@@ -2,7 +2,7 @@
 # make compare: the same workloads on each stack in turn, then one comparison
 # of what the socket saves on each (report/compare.py).
 #
-# STACKS (comma list of catalogue.json's "stacks", default all: go is the lab's
+# STACKS (comma list of stacks: go, and the folders of stacks/ with a lab.env; default all: go is the lab's
 # app, the others stacks/<name>/): for each, `make up` with its stacks/<name>/lab.env, `make
 # load` with the same settings (SCENARIO, RATE, PATHS, ... from your shell or
 # make's command line, alike for every stack) and `make report`. A stack's image
