@@ -133,8 +133,9 @@ func TestLab(t *testing.T) {
 	t.Run("load", func(t *testing.T) { loadAndReport(t, prom, testid) })
 
 	// make max, with each generator: short runs, checked for shape, not figures.
-	// Phases of 10 s at least: Prometheus scrapes every 5 s, and the server-side
-	// figures need two scrapes in a phase.
+	// Phases of 10 s at least: cAdvisor samples every 5-5.5 s (Prometheus scrapes
+	// the app, nginx's log and the host's CPU every 1 s, the rest every 5 s),
+	// and the server-side figures need two samples in a phase.
 	// make floor: the transports alone, in the lab's namespaces; the max
 	// runs' reports below set it beside their paths.
 	floorRun := testid + "-floor"
