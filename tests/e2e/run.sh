@@ -16,8 +16,9 @@ log "tools: docker.io, debootstrap, compose $(scripts/dotenv.sh COMPOSE_VERSION)
 scripts/test-deps.sh docker debootstrap compose promtool >/dev/null
 log "engine"
 state=$(tests/e2e/engine.sh start) || { log "FAIL: no Docker engine could be started (see above)"; exit 1; }
-root_private=""
+root_private="" out=""
 cleanup() {
+  rm -f "$out"
   if [ -n "$root_private" ]; then mount --make-rshared / && log "/ is a shared mount again"; fi
   if [ "$state" = started ]; then log "stopping the engine this run started"; tests/e2e/engine.sh stop; fi
 }
@@ -60,7 +61,9 @@ log "ports: nginx $NGINX_PORT, prometheus $PROMETHEUS_PORT, grafana $GRAFANA_POR
 log "go test ./e2e"
 status=0
 filter=${E2E_RUN:-.}
-(cd tests && go test -count=1 -v -timeout 40m -run "$filter" ./e2e/) || status=$?
+# go test -v's output is kept, to repeat the failed tests' messages at the end.
+out=$(mktemp)
+(cd tests && go test -count=1 -v -timeout 40m -run "$filter" ./e2e/) 2>&1 | tee "$out" || status=$?
 
 if ! echo TestPrivateRoot | grep -Eq -- "$filter"; then
   log "TestPrivateRoot: not in E2E_RUN=$filter"
@@ -74,8 +77,9 @@ else
   log "go test ./e2e -run TestPrivateRoot: / a private mount"
   # Without cAdvisor, so that the report's naming of a missing figure and
   # why (nginx CPU per request: cAdvisor not running) is proven on a real one.
-  (cd tests && SERVICES=${SERVICES% cadvisor} UDS_LAB_E2E_PRIVATE_ROOT=1 go test -count=1 -v -timeout 15m -run '^TestPrivateRoot$' ./e2e/) || status=$?
+  (cd tests && SERVICES=${SERVICES% cadvisor} UDS_LAB_E2E_PRIVATE_ROOT=1 go test -count=1 -v -timeout 15m -run '^TestPrivateRoot$' ./e2e/) 2>&1 | tee -a "$out" || status=$?
   mount --make-rshared / && root_private="" && log "/ is a shared mount again"
 fi
+[ "$status" = 0 ] || (cd tests && go tool test2json -t <"$out" | python3 e2e/failures.py)
 log "done: exit $status"
 exit $status
