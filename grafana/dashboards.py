@@ -15,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-from report.lab import APP, BASELINE, CATALOGUE, GENERATORS, LOAD, PATH_COLOURS
+from report.lab import APP, BASELINE, CATALOGUE, GENERATORS, LOAD, PATH_COLOURS, SILENT_GENERATORS, words
 from report.lab import service as svc
 
 OUT = Path(__file__).resolve().parent / "dashboards"
@@ -27,6 +27,8 @@ K6 = 'testid=~"$testid", path=~"$path"'
 NGX = 'path=~"$path"'
 # Either load generator's container in cAdvisor (only one runs at a time).
 LOADGEN = f'container_label_com_docker_compose_service=~"{"|".join(GENERATORS)}"'
+# The generators in words: any of them, and those that push nothing to Prometheus.
+ANY_GEN, SILENT = words(GENERATORS), words(SILENT_GENERATORS, "and")
 
 # One colour per path (the catalogue's, as in the report) and per listener, the same on every panel.
 COLOURS = {
@@ -577,17 +579,17 @@ def client_panels():
         text(
             "Is the client the limit?",
             "A benchmark measures the server only while the load generator keeps up. If k6 drops iterations, runs "
-            "out of VUs, or the generator (k6 or wrk) uses all the CPU it was given (`LOADGEN_CPUS`), the figures on "
+            f"out of VUs, or the generator ({ANY_GEN}) uses all the CPU it was given (`LOADGEN_CPUS`), the figures on "
             "the other dashboards describe the generator, not the paths: lower `RATE` or give it more CPU. "
-            "**wrk** (`make max GENERATOR=wrk`) sends nothing to Prometheus (its figures are in the run's "
-            "`load.json` and report): for it, read its CPU, its throttling and nginx's requests per path; the "
+            f"**{SILENT}** (`make max GENERATOR=wrk`, ...) send nothing to Prometheus (their figures are in the run's "
+            "`load.json` and report): for them, read their CPU, their throttling and nginx's requests per path; the "
             "panels marked *k6 only* and the *Test run* list stay empty.",
             h=4,
         ),
         timeseries(
             "Requests/s per path vs iterations dropped (k6 only)",
             "Completed requests per second per path, and iterations k6 could not start on time "
-            "(dropped_iterations): any drop means the fixed rate was not held. Empty under wrk, which pushes no "
+            f"(dropped_iterations): any drop means the fixed rate was not held. Empty under {SILENT}, which push no "
             "metrics: see nginx's requests per path beside it.",
             [
                 target(f"sum by (path) (rate(k6_http_reqs_total{{{K6}}}[$__rate_interval]))", "{{path}}"),
@@ -602,7 +604,7 @@ def client_panels():
             "reqps",
         ),
         timeseries(
-            "Requests/s per path as nginx logged them (k6 or wrk)",
+            "Requests/s per path as nginx logged them (any generator)",
             "Requests both nginx handled per path (their access log, nginx-log-exporter), whichever generator sent "
             "them: the throughput wrk reached, phase by phase. Empty with NGINX_ACCESS_LOG=off.",
             [target(f'sum by (path) (rate(nginx_location_requests_total{{{NGX}, path!="other"}}[$__rate_interval]))', "{{path}}")],
@@ -626,7 +628,7 @@ def generator_cpu_panels():
     return [
         timeseries(
             "Load generator CPU vs its limit (cAdvisor)",
-            "CPU cores the generator's container used (k6 or wrk, one at a time), and its limit (LOADGEN_CPUS). "
+            f"CPU cores the generator's container used ({ANY_GEN}, one at a time), and its limit (LOADGEN_CPUS). "
             "Near the limit, the generator's own timing inflates latency and caps the rate.",
             [
                 target(f"sum by ({BY_SERVICE}) (rate(container_cpu_usage_seconds_total{{{LOADGEN}}}[$__rate_interval]))",
@@ -638,7 +640,7 @@ def generator_cpu_panels():
         ),
         timeseries(
             "Load generator throttled by its CPU limit (cAdvisor)",
-            "Share of CPU periods in which the kernel throttled the generator (CFS quota), k6 or wrk. Above a few "
+            f"Share of CPU periods in which the kernel throttled the generator (CFS quota), {ANY_GEN}. Above a few "
             "percent, its clock and pace suffer.",
             [
                 target(

@@ -1,4 +1,4 @@
-"""uds-lab report: one run's figures per path, from k6's own statistics and
+"""uds-lab report: one run's figures per path, from the load generator's own statistics and
 from Prometheus, compared with tcp round by round.
 
 The command line: reads the run's load.json (which must match
@@ -22,7 +22,7 @@ from report.prometheus import prometheus_client
 from report.values import ReportError, number, scalar
 from report.warnings import warning
 
-# The shape of load.json that k6 (loadgen/load.js) and the wrk runner write.
+# The shape of load.json that k6 (loadgen/load.js) and the wrk and oha runners write.
 LOAD_SCHEMA = Path(__file__).resolve().parent.parent / "loadgen" / "load.schema.json"
 
 
@@ -68,7 +68,7 @@ def run_floor(run_dir):
 
 
 def run_sweep(run_dir, load, prometheus_url, query=None, rate=None):
-    """A make sweep run's report: k6's own figures per step and path, and the
+    """A make sweep run's report: the generator's own figures per step and path, and the
     server's per phase where Prometheus answers (said where it does not)."""
     gen = load["settings"]["generator"]
     comp = compose_info(read_json(run_dir / "compose.json", required=False), gen)
@@ -99,12 +99,12 @@ def run(run_id, prometheus_url, results_dir, query=None, rate=None):
         listed = f"the runs there: {', '.join(have[-10:])}" if have else "there are none: run `make load` first"
         raise ReportError(f"{run_dir / 'load.json'} not found: make report RUN=<testid> with a run that finished; "
                           f"{listed}")
-    k6 = read_load(run_dir / "load.json")
-    if k6["settings"]["mode"] == "sweep":
-        return run_sweep(run_dir, k6, prometheus_url, query, rate)
+    load = read_load(run_dir / "load.json")
+    if load["settings"]["mode"] == "sweep":
+        return run_sweep(run_dir, load, prometheus_url, query, rate)
     compose = read_json(run_dir / "compose.json", required=False)
     query = query or prometheus_client(prometheus_url)
-    rep = build_report(k6, compose, query, prometheus_url)
+    rep = build_report(load, compose, query, prometheus_url)
     floor = floor_report.newest(results_dir)
     rep["floor"] = floor_report.beside_paths(floor and floor_report.build(floor), rep["workloads"], rep["phases"],
                                              rep["settings"])

@@ -18,7 +18,7 @@ from pathlib import Path
 from report.breakdown import by_round
 from report.lab import TERMS
 from report.stats import diff_stats, fmt_interval, has_interval, measurable, no_interval
-from report.values import div
+from report.values import div, generator
 
 # (socket path, TCP path, connection handling, what the TCP path is, term):
 # the answer's pairs (catalogue.json's breakdown terms marked answer), each
@@ -120,7 +120,7 @@ def summary(stack, wl):
 def compare(reports):
     """reports: {stack: report.json} -> compare.json's content."""
     stacks = {s: {"testid": r.get("testid"), "settings": r.get("settings"), "warnings": len(r.get("warnings") or []),
-                  "workloads": gains(r)} for s, r in reports.items()}
+                  "generator": generator(r.get("settings") or {}), "workloads": gains(r)} for s, r in reports.items()}
     return {"hidden_share": HIDDEN_SHARE, "pairs": [f"{u}/{t}" for u, t, *_ in PAIRS], "stacks": stacks}
 
 
@@ -149,8 +149,10 @@ def render(c):
                          + " | ".join(cell(wl.get(p), absent(p, st["settings"])) for p in c["pairs"]) + " |")
         lines += [""] + [f"- {summary(s, st['workloads'][w])}" for s, st in c["stacks"].items() if w in st["workloads"]]
         lines.append("")
-    lines += ["## Runs", ""] + [f"- {s}: `results/{st['testid']}/report.md` ({st['warnings']} warnings)"
-                                for s, st in c["stacks"].items()]
+    lines += ["## Runs", ""] + [f"- {s}: `results/{st['testid']}/report.md`, load from {st['generator']} "
+                                f"({st['warnings']} warnings)" for s, st in c["stacks"].items()]
+    if len({st["generator"] for st in c["stacks"].values()}) > 1:
+        lines += ["", "**The stacks' runs had different load generators**: their figures are not comparable."]
     return "\n".join(lines) + "\n"
 
 

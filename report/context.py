@@ -44,10 +44,10 @@ NOT_IN_A_RUN = ("floor", "floor-near", "floor-far", "contract", "report", "notra
 WATCHER_JOBS = {"cadvisor": "cadvisor", "node-exporter": "node"}
 
 
-def ran(k6, query):
+def ran(load, query):
     """The watchers that were up during the run ({service: bool}), from their
     Prometheus job's `up` over the run; {} when the run has no start time."""
-    start_ms, phases = k6.get("start_ms"), k6.get("phases") or []
+    start_ms, phases = load.get("start_ms"), load.get("phases") or []
     if start_ms is None or not phases:
         return {}
     end = start_ms / 1000 + max(p["start_offset_s"] + p["duration_s"] for p in phases)
@@ -102,22 +102,22 @@ def judged(workloads, direct):
         yield from (b["ratio"] for b in d["beside"])
 
 
-def build_report(k6, compose, query, prometheus_url=None):
+def build_report(load, compose, query, prometheus_url=None):
     """Everything report.json holds, from the inputs and a query function."""
-    settings = k6.get("settings") or {}
+    settings = load.get("settings") or {}
     machine = machine_info(query)  # first query: a Prometheus that does not answer stops here
     gen = generator(settings)
-    comp = compose_info(compose, gen, ran(k6, query))
-    baseline = idle_baseline(k6, query)
+    comp = compose_info(compose, gen, ran(load, query))
+    baseline = idle_baseline(load, query)
     cores = server_cores(comp["limits"])
-    phases = phase_figures_with(k6, query, baseline, cores)
+    phases = phase_figures_with(load, query, baseline, cores)
     workloads = aggregate(phases, settings)
     stack = stack_of(comp["images"].get("app"))
     app_env = ((compose or {}).get("services", {}).get("app") or {}).get("environment")
     closer = stack if stack and not pools(stack, lambda name: env_value(app_env, name)) else None
     warnings = []
     for w in settings.get("workloads") or []:
-        mixed = interleaved.mixed_phase(k6, w)
+        mixed = interleaved.mixed_phase(load, w)
         if mixed and w not in workloads:  # INTERLEAVE alone, no phase of one path
             workloads[w] = {"tcp_measured": False, "paths": {}}
         if mixed:
@@ -126,8 +126,8 @@ def build_report(k6, compose, query, prometheus_url=None):
                                            "dropped_iterations": mixed.get("dropped_iterations") or 0}
             warnings += interleaved_warnings(w, mixed, settings)
     for w, wl in workloads.items():
-        wl["breakdown"] = breakdown(phases, w, figures_for(settings), interleaved.mixed_phase(k6, w), is_max(settings),
-                                    (k6.get("precision") or {}).get("first_stage_rounds"))
+        wl["breakdown"] = breakdown(phases, w, figures_for(settings), interleaved.mixed_phase(load, w), is_max(settings),
+                                    (load.get("precision") or {}).get("first_stage_rounds"))
     # The client straight to the app (make max GENERATOR=oha with the direct paths).
     direct = straight_to_the_app(phases, workloads) if is_max(settings) else {}
     # Every comparison the report judges, beyond the answer's own Holm: Benjamini-Hochberg across the report.
@@ -138,49 +138,49 @@ def build_report(k6, compose, query, prometheus_url=None):
             if e["ratio_to_tcp"] is not None:
                 e["verdict"] = verdict(path, e["ratio_to_tcp"][headline(settings)[0]])
         wl["not_pooled"] = not_pooled(phases, w, closer)
-        mixed = interleaved.mixed_phase(k6, w)
+        mixed = interleaved.mixed_phase(load, w)
         wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"])
         if wl["not_pooled"]:
             words = pooled_words(wl["not_pooled"]).removeprefix("on the ")
             warnings.append(warning("not_pooled", f"`{w}`: the {words}: their comparisons are of new connections, "
                                     "not of pooling", [], workload=w))
-    k6_cpus = number(comp["limits"][gen]["cpus"])
-    if k6.get("start_ms") is None:
+    generator_cpus = number(comp["limits"][gen]["cpus"])
+    if load.get("start_ms") is None:
         warnings.append(warning("no_start_time", "load.json has no start_ms: Prometheus figures cannot be placed in time", [p["name"] for p in phases]))
     short = [p["name"] for p in phases if (p["window"] and p["window"]["end_s"] - p["window"]["start_s"] < MIN_PHASE_S)]
     if short:
         warnings.append(warning("short_phase", f"phases shorter than {MIN_PHASE_S} s: Prometheus scrapes the app and "
                                 "nginx-log-exporter every second, so their server-side figures are missing or rough; "
                                 f"use DURATION >= {MIN_PHASE_S}", short))
-    if k6.get("thresholds_failed"):
-        warnings.append(warning("k6_thresholds", f"k6 thresholds failed: {', '.join(k6['thresholds_failed'])}", []))
-    if is_max(settings) and phases and all(p["figures"].get("k6_cpu_cores") is None for p in phases):
-        why = common_reason(phases, "k6_cpu_cores") or "no value"
+    if load.get("thresholds_failed"):
+        warnings.append(warning("generator_thresholds", f"{gen}'s thresholds failed: {', '.join(load['thresholds_failed'])}", []))
+    if is_max(settings) and phases and all(p["figures"].get("generator_cpu_cores") is None for p in phases):
+        why = common_reason(phases, "generator_cpu_cores") or "no value"
         warnings.append(warning(
             "generator_cpu_unknown",
             f"{gen}'s CPU is unknown ({why}): nothing rules out that {gen}, not the paths, set these "
             f"limits; {'compare with GENERATOR=wrk or ' if gen != 'wrk' else 'check with '}loadgen/bench_wrk.py",
             [p["name"] for p in phases]))
     # A target rate exists only in rate mode; in max mode the generator sets the pace.
-    warnings += phase_warnings(phases, None if is_max(settings) else settings.get("rate"), k6_cpus, gen)
+    warnings += phase_warnings(phases, None if is_max(settings) else settings.get("rate"), generator_cpus, gen)
     warnings += ratio_warnings(workloads, settings)
     warnings += figure_warnings(phases)
     templates = server_queries("<path>", 0, 0.0)
     return {
-        "testid": k6.get("testid"),
+        "testid": load.get("testid"),
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "prometheus": prometheus_url,
-        "start_ms": k6.get("start_ms"),
-        "gap_s": k6.get("gap_s"),
+        "start_ms": load.get("start_ms"),
+        "gap_s": load.get("gap_s"),
         "idle_baseline": baseline,
         "server_cores": {"cores": cores[0], "missing": cores[1]},
         "settings": settings,
         "machine": machine,
         "compose": comp,
         "stack": stack,
-        "totals": k6.get("totals"),
-        "thresholds_failed": k6.get("thresholds_failed") or [],
-        "precision": k6.get("precision"),
+        "totals": load.get("totals"),
+        "thresholds_failed": load.get("thresholds_failed") or [],
+        "precision": load.get("precision"),
         "phases": phases,
         "workloads": workloads,
         "direct": direct,

@@ -23,6 +23,14 @@ APP_LOAD = f"{APP},{LOAD}"
 # The load generators (catalogue.json's one list of them and what each can
 # do), each the compose service of its name.
 GENERATORS = tuple(g for g in CATALOGUE["generators"] if g != "about")
+# Those that send nothing to Prometheus (only k6 writes there): their figures
+# are in the run's load.json and report.
+SILENT_GENERATORS = tuple(g for g in GENERATORS if not CATALOGUE["generators"][g]["pushes"])
+
+
+def words(names, last="or"):
+    """("k6", "wrk", "oha") -> "k6, wrk or oha"."""
+    return ", ".join(names[:-1]) + f" {last} " + names[-1] if len(names) > 1 else "".join(names)
 
 
 def service(name):

@@ -3,7 +3,7 @@ from report.breakdown import fmt_diff, figures_for
 from report.direct import lines as direct_lines
 from report.stats import CONFIDENCE, has_interval, no_interval
 from report.values import CORE_MODES, METRICS, generator, headline, is_max, number
-from report.warnings import MAX_DROPPED_SHARE, MAX_K6_CPU_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, SAME_CEILING
+from report.warnings import MAX_DROPPED_SHARE, MAX_GENERATOR_CPU_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, SAME_CEILING
 
 def fmt(v, decimals=2, suffix=""):
     if v is None:
@@ -32,7 +32,7 @@ def fmt_ratio(r):
 
 
 def errors_cell(entry, gen="k6"):
-    """The path's errors, named by who saw them: the load generator (k6 or wrk) and nginx."""
+    """The path's errors, named by who saw them: the load generator (k6, wrk or oha) and nginx."""
     failed = entry["max"]["failed_rate"] or 0
     five = entry["max"]["nginx_5xx"]
     parts = []
@@ -304,7 +304,7 @@ def render_markdown(rep):
         "correction takes back says so, and gives no number. With 1 round, or rounds all equal, there is no "
         "interval and no verdict.",
         f"- Warnings and their thresholds: **saturated** when the generator dropped more than {MAX_DROPPED_SHARE:.0%} "
-        f"of a phase's iterations, held less than {MIN_RATE_SHARE:.0%} of RATE, or used {MAX_K6_CPU_SHARE:.0%} or more "
+        f"of a phase's iterations, held less than {MIN_RATE_SHARE:.0%} of RATE, or used {MAX_GENERATOR_CPU_SHARE:.0%} or more "
         f"of its CPU limit (fewer drops are shown in the tables, not warned about); **short_phase** under "
         f"{MIN_PHASE_S} s (five scrapes of the app); **same_ceiling** (max mode) when every path is within "
         f"{SAME_CEILING - 1:.0%} of the others; **spread** when a headline ratio's interval includes 1; **errors** on any failed request or nginx 5xx.",

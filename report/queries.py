@@ -1,4 +1,4 @@
-"""Per phase (pure): its window, the PromQL over it, and its figures from k6's
+"""Per phase (pure): its window, the PromQL over it, and its figures from the load generator's
 own statistics and from Prometheus, with why a figure is missing and which
 ones were read from the samples around the window."""
 import math
@@ -30,7 +30,7 @@ COLLECTORS = {"app": "the app", "nginx": "nginx-exporter", "nginx-log": "nginx-l
 RAW_SOURCES = {
     "app_p50_s": "app", "app_p99_s": "app", "app_requests": "app", "app_cpu_s": "app", "app_cpu_fine_s": "app",
     "app_ctx_switches": "app", "app_container_cpu_s": "cadvisor",
-    "nginx_cpu_s": "cadvisor", "k6_cpu_cores": "cadvisor", "nginx_requests": "nginx-log", "ctx_switches": "node",
+    "nginx_cpu_s": "cadvisor", "generator_cpu_cores": "cadvisor", "nginx_requests": "nginx-log", "ctx_switches": "node",
     "connect_sum_s": "nginx-log", "connect_count": "nginx-log", "nginx_5xx": "nginx-log",
     **{f"core_{m}_s": "node-cpu" for m in CORE_MODES},
     "conntrack_entries": "app", "conntrack_limit": "app", "conntrack_drops": "app", "app_accepts": "app",
@@ -42,7 +42,7 @@ FIGURE_INPUTS = {
     "app_cpu_us_per_req": ["app_cpu_s", "app_requests"], "nginx_requests": ["nginx_requests"],
     "app_ctx_switches_per_req": ["app_ctx_switches"],
     "nginx_cpu_us_per_req": ["nginx_cpu_s"], "host_ctx_switches_per_req": ["ctx_switches"],
-    "nginx_connect_ms": ["connect_sum_s", "connect_count"], "k6_cpu_cores": ["k6_cpu_cores"],
+    "nginx_connect_ms": ["connect_sum_s", "connect_count"], "generator_cpu_cores": ["generator_cpu_cores"],
     **{f"core_{m}_us_per_req": [f"core_{m}_s"] for m in CORE_MODES},
     "conntrack_entries": ["conntrack_entries"], "conntrack_fill": ["conntrack_entries", "conntrack_limit"],
     "conntrack_drops": ["conntrack_drops"], "app_conns_per_req": ["app_accepts", "app_requests"],
@@ -54,16 +54,16 @@ PER_GENERATOR_REQUEST = ("nginx_cpu_us_per_req", "app_ctx_switches_per_req", "ho
 COUNTER_EXPR = re.compile(r"^sum\((increase|rate)\((.+)\[[0-9]+s\] @ [0-9.]+\)\)$")
 
 
-def measured_phases(k6):
+def measured_phases(load):
     """The phases of one path that count: round >= 1 (warm-up phases are left
     out, and so is make load's interleaved stream: report/interleaved.py)."""
-    return [p for p in k6.get("phases", []) if p.get("round", 0) >= 1 and p.get("phase", "measure") != "warmup"
+    return [p for p in load.get("phases", []) if p.get("round", 0) >= 1 and p.get("phase", "measure") != "warmup"
             and p.get("path") != MIX]
 
 
-def phase_window(k6, phase):
-    """(start, end) in epoch seconds, or None when k6 did not record its start time."""
-    start_ms = k6.get("start_ms")
+def phase_window(load, phase):
+    """(start, end) in epoch seconds, or None when the generator did not record its start time."""
+    start_ms = load.get("start_ms")
     if start_ms is None:
         return None
     start = start_ms / 1000.0 + phase["start_offset_s"]
@@ -132,7 +132,7 @@ def server_queries(path, duration_s, end_s, gen="k6", cores=None):
         "connect_sum_s": inc("nginx_location_upstream_connect_seconds_sum", f'path="{path}"'),
         "connect_count": inc("nginx_location_upstream_connect_seconds_count", f'path="{path}"'),
         "nginx_5xx": inc("nginx_location_requests_total", f'path="{path}",status=~"5.."'),
-        "k6_cpu_cores": f"sum(rate(container_cpu_usage_seconds_total{{{service(gen)}}}{r}))",
+        "generator_cpu_cores": f"sum(rate(container_cpu_usage_seconds_total{{{service(gen)}}}{r}))",
         # The table at the phase's end (entries outlive connections: 120 s in TIME_WAIT).
         "conntrack_entries": f"max(app_netns_conntrack_entries{{{APP}}} @ {end_s:.3f})",
         "conntrack_limit": f"max(app_netns_conntrack_entries_limit{{{APP}}} @ {end_s:.3f})",
@@ -143,7 +143,7 @@ def server_queries(path, duration_s, end_s, gen="k6", cores=None):
 
 
 def client_figures(phase):
-    """k6's own statistics for one phase (exact)."""
+    """The load generator's own statistics for one phase (exact)."""
     d = phase.get("duration_ms") or {}
     requests = phase.get("requests") or 0
     return {
@@ -221,10 +221,10 @@ def missing_reason(query, raw_key, problem, window, cache):
     return f"no series from {name}" if problem == "no series" else f"{name}: {problem}"
 
 
-def idle_window(k6):
+def idle_window(load):
     """(start, end) of the run's idle phase in epoch seconds, or None when
     load.json has none (IDLE=0, or a run from before IDLE) or no start time."""
-    idle, start_ms = k6.get("idle"), k6.get("start_ms")
+    idle, start_ms = load.get("idle"), load.get("start_ms")
     if not idle or start_ms is None:
         return None
     start = start_ms / 1000.0 + idle["start_offset_s"]
@@ -247,18 +247,18 @@ def series_rate(series):
     return (total if used else None), most
 
 
-def idle_baseline(k6, query):
+def idle_baseline(load, query):
     """The host's context switches per second with no requests, measured in the
     run's idle phase from node-exporter's samples inside it (at least two):
     the background that each phase's host figure has subtracted. Returns
     {window, duration_s, samples, host_ctx_switches_per_s, missing}: missing says
     why the rate is None."""
     out = {"window": None, "duration_s": None, "samples": 0, "host_ctx_switches_per_s": None, "missing": None}
-    window = idle_window(k6)
+    window = idle_window(load)
     if window is None:
-        if k6.get("start_ms") is None:
+        if load.get("start_ms") is None:
             out["missing"] = "load.json has no start time"
-        elif "idle" not in k6:
+        elif "idle" not in load:
             out["missing"] = "load.json has no idle phase (a run from before IDLE): no background to subtract"
         else:
             out["missing"] = "the run had no idle phase (IDLE=0): no background to subtract"
@@ -376,7 +376,7 @@ def server_figures_from(raw, window, phase, idle_rate=None):
         "nginx_connect_ms": div(get("connect_sum_s"), get("connect_count"), 1e3),
         # No 5xx series means none was logged; no window means unknown.
         "nginx_5xx": (get("nginx_5xx") or 0.0) if window is not None else None,
-        "k6_cpu_cores": get("k6_cpu_cores"),
+        "generator_cpu_cores": get("generator_cpu_cores"),
         **{f"core_{m}_us_per_req": div(get(f"core_{m}_s"), requests, 1e6) for m in CORE_MODES},
         "conntrack_entries": get("conntrack_entries"),
         "conntrack_fill": div(get("conntrack_entries"), get("conntrack_limit")),
@@ -405,15 +405,15 @@ def resolution(raw, requests=None):
     return out
 
 
-def phase_figures_with(k6, query, baseline, cores=(None, "not asked")):
+def phase_figures_with(load, query, baseline, cores=(None, "not asked")):
     """Every measured phase with its window and figures, in run order, given
     the idle baseline (idle_baseline); `missing` says why a server figure is
     n/a, `estimated` which ones came from samples around the window,
     `resolution` the finest step of a figure read from a coarse counter."""
     out = []
-    gen = generator(k6.get("settings") or {})
-    for p in measured_phases(k6):
-        window = phase_window(k6, p)
+    gen = generator(load.get("settings") or {})
+    for p in measured_phases(load):
+        window = phase_window(load, p)
         server, estimated, missing, res = server_figures_explained(query, p, window, gen, baseline, cores)
         out.append({
             "name": p["name"],

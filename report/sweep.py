@@ -39,7 +39,7 @@ from report.interleaved import blocks as mix_blocks
 from report.lab import PATH_COLOURS, TERMS
 from report.precision import between_batches, merge
 from report.stats import ALPHA, CONFIDENCE, diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, t_interval
-from report.warnings import MAX_K6_CPU_SHARE, MIN_RATE_SHARE, warning
+from report.warnings import MAX_GENERATOR_CPU_SHARE, MIN_RATE_SHARE, warning
 
 MAX_ERRORS = 0.01  # a step fails past this share of failed requests
 MIN_HELD = MIN_RATE_SHARE  # ... or below this share of its rate achieved, as make load's saturated warning
@@ -165,10 +165,10 @@ def failure(ps, rate, requests, failed, achieved):
 
 
 # Server figures per step (the report's, per phase), over rounds.
-SERVER = ("app_cpu_us_per_req", "nginx_cpu_us_per_req", "nginx_5xx", "k6_cpu_cores")
+SERVER = ("app_cpu_us_per_req", "nginx_cpu_us_per_req", "nginx_5xx", "generator_cpu_cores")
 
 
-def step_outcome(phases, rate, server=None, k6_cpus=None, gen="k6"):
+def step_outcome(phases, rate, server=None, generator_cpus=None, gen="k6"):
     """One step's figures per path, and whether the path held it: failed is
     None, or why it did not; generator is None, or why the step is k6's
     limit. server: {phase name: its server figures}."""
@@ -185,8 +185,8 @@ def step_outcome(phases, rate, server=None, k6_cpus=None, gen="k6"):
                 statuses[st] = statuses.get(st, 0) + n
         why, near = failure(ps, rate, requests, failed, achieved)
         figs = {k: interval([(server.get(p["name"]) or {}).get(k) for p in ps]) for k in SERVER}
-        k6 = figs["k6_cpu_cores"]
-        busy = k6_cpus and k6 and k6["mean"] >= MAX_K6_CPU_SHARE * k6_cpus
+        k6 = figs["generator_cpu_cores"]
+        busy = generator_cpus and k6 and k6["mean"] >= MAX_GENERATOR_CPU_SHARE * generator_cpus
         out[path] = {
             "rate": rate, "connections": ps[0].get("connections"), "achieved": achieved, "error_share": failed / requests if requests else None,
             "dropped": sum(p.get("dropped_iterations") or 0 for p in ps), "statuses": statuses,
@@ -194,18 +194,18 @@ def step_outcome(phases, rate, server=None, k6_cpus=None, gen="k6"):
             "pooled_p99": pooled_quantile(ps),
             **figs,
             "failed": why, "borderline": near,
-            "generator": f"{gen} used {k6['mean']:.2f} of its {k6_cpus:g} CPUs" if busy else None,
+            "generator": f"{gen} used {k6['mean']:.2f} of its {generator_cpus:g} CPUs" if busy else None,
         }
     return out
 
 
-def steps(load, server=None, k6_cpus=None):
+def steps(load, server=None, generator_cpus=None):
     """{step: step_outcome} of every step merged so far."""
     by_step = {}
     for p in measured(load):
         by_step.setdefault(p["step"], []).append(p)
     gen = load["settings"]["generator"]
-    return {s: step_outcome(ps, ps[0].get("rate"), server, k6_cpus, gen) for s, ps in sorted(by_step.items())}
+    return {s: step_outcome(ps, ps[0].get("rate"), server, generator_cpus, gen) for s, ps in sorted(by_step.items())}
 
 
 def level(o):
@@ -305,11 +305,11 @@ def savings(load):
     return res
 
 
-def build(load, server=None, k6_cpus=None, server_missing=None, backlog=None):
+def build(load, server=None, generator_cpus=None, server_missing=None, backlog=None):
     """A sweep run's report.json. server: {phase name: server figures} (the
     report's phase figures), server_missing: why there are none; backlog: the
     app's listen backlog and where it came from, or None."""
-    by_step = steps(load, server, k6_cpus)
+    by_step = steps(load, server, generator_cpus)
     paths = list(dict.fromkeys(p for o in by_step.values() for p in o))
     flat = load["settings"].get("sweep") == "connections"
     mixed = streams(load)

@@ -142,3 +142,17 @@ def test_a_rounds_only_run_is_judged_as_its_report_judged_it():
     go["workloads"]["ping"]["breakdown"] = {"socket_new": {"figures": {"client_p50_ms": judged}}}
     g = compare.compare({"go": go})["stacks"]["go"]["workloads"]["ping"]["uds-lo/tcp-lo"]
     assert g["p50_saved_us"] is judged and g["verdict"] == "no measurable difference"
+
+
+def test_each_stacks_generator_is_named_and_a_mix_is_said():
+    go = rep("c-go", {"tcp-lo": [1.0, 1.1, 1.0], "uds-lo": [0.7, 0.81, 0.69]})
+    php = rep("c-php", {"tcp-lo": [5.1, 5.2, 5.1], "uds-lo": [5.0, 5.11, 4.99]})
+    php["settings"]["generator"] = "wrk"
+    c = compare.compare({"go": go, "php-fpm": php})
+    assert [st["generator"] for st in c["stacks"].values()] == ["k6", "wrk"]
+    md = compare.render(c)
+    assert "- go: `results/c-go/report.md`, load from k6 (0 warnings)" in md
+    assert "- php-fpm: `results/c-php/report.md`, load from wrk (0 warnings)" in md
+    assert "different load generators" in md
+    php["settings"]["generator"] = "k6"
+    assert "different load generators" not in compare.render(compare.compare({"go": go, "php-fpm": php}))

@@ -233,7 +233,7 @@ def test_client_and_server_figures():
     assert f["host_ctx_switches_per_req"] == pytest.approx(3)
     assert f["nginx_connect_ms"] == pytest.approx(0.001)
     assert f["nginx_5xx"] == 0  # no series: none logged
-    assert f["k6_cpu_cores"] == pytest.approx(0.5)
+    assert f["generator_cpu_cores"] == pytest.approx(0.5)
 
 
 # ---------------------------------------------------------------- ratios
@@ -404,7 +404,7 @@ def test_missing_series_are_null_not_zero():
     rep = build(k6, dict(MACHINE))  # no server series at all
     f = rep["phases"][0]["figures"]
     for k in ("app_p50_ms", "app_cpu_us_per_req", "app_ctx_switches_per_req", "nginx_cpu_us_per_req",
-              "host_ctx_switches_per_req", "nginx_connect_ms", "k6_cpu_cores"):
+              "host_ctx_switches_per_req", "nginx_connect_ms", "generator_cpu_cores"):
         assert f[k] is None, k
     assert f["nginx_5xx"] == 0
     r = rep["workloads"]["ping"]["paths"]["uds"]["ratio_to_tcp"]
@@ -835,7 +835,7 @@ def test_sparse_counter_is_read_from_the_samples_around_the_window():
     rep = build(k6, cadvisor_table(k6, raw))
     for ph in rep["phases"]:
         assert ph["figures"]["nginx_cpu_us_per_req"] == pytest.approx(80), ph["name"]
-        assert ph["estimated"] == ["nginx_cpu_us_per_req", "k6_cpu_cores"]
+        assert ph["estimated"] == ["nginx_cpu_us_per_req", "generator_cpu_cores"]
         assert "nginx_cpu_us_per_req" not in ph["missing"]
     sparse = [w for w in rep["warnings"] if w["kind"] == "sparse_samples"]
     assert len(sparse) == 1 and "samples around" in sparse[0]["message"] and len(sparse[0]["phases"]) == 4

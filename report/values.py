@@ -24,7 +24,7 @@ METRICS = {
     "host_ctx_switches_per_req": ("host ctx switches/req above idle", "", 2),
     "nginx_connect_ms": ("nginx upstream connect", "ms", 3),
     "nginx_5xx": ("nginx 5xx", "", 0),
-    "k6_cpu_cores": ("load generator CPU", "cores", 2),
+    "generator_cpu_cores": ("load generator CPU", "cores", 2),
     # The server cores' time (NGINX_CPUSET and APP_CPUSET) by mode, per request:
     # nginx, the app and the kernel's work for them, softirq (packets) included.
     "core_user_us_per_req": ("server cores user/req", "µs", 1),

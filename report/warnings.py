@@ -10,7 +10,7 @@ MIN_RATE_SHARE = 0.95  # achieved requests/s below this share of RATE: k6 did no
 # the generator could not start requests on time. A few in thousands are
 # scheduling hiccups, shown in the table, not a saturated generator.
 MAX_DROPPED_SHARE = 0.01
-MAX_K6_CPU_SHARE = 0.90  # k6 at or above this share of its CPU limit: k6 was busy
+MAX_GENERATOR_CPU_SHARE = 0.90  # k6 at or above this share of its CPU limit: k6 was busy
 MIN_PHASE_S = 5  # five scrapes of the app and nginx-log-exporter (prometheus.yml: every 1 s); node-exporter and
 # cAdvisor (5 s) are read from the samples around a shorter window
 CONNTRACK_FULL = 0.8  # the share of nf_conntrack_max past which the report warns
@@ -60,7 +60,7 @@ def warning(kind, message, phases, workload=None, path=None):
     return {"kind": kind, "workload": workload, "path": path, "phases": phases, "message": message}
 
 
-def saturation_reasons(fig, rate, k6_cpus, gen="k6"):
+def saturation_reasons(fig, rate, generator_cpus, gen="k6"):
     reasons = []
     dropped = fig.get("dropped_iterations") or 0
     planned = dropped + (fig.get("requests") or 0)
@@ -68,9 +68,9 @@ def saturation_reasons(fig, rate, k6_cpus, gen="k6"):
         reasons.append(f"{dropped:.0f} dropped iterations ({dropped / planned:.1%} > {MAX_DROPPED_SHARE:.0%})")
     if rate and fig.get("rps") is not None and fig["rps"] < MIN_RATE_SHARE * rate:
         reasons.append(f"{fig['rps']:.1f} req/s < {MIN_RATE_SHARE:.0%} of RATE {rate}")
-    cores = fig.get("k6_cpu_cores")
-    if k6_cpus and cores is not None and cores >= MAX_K6_CPU_SHARE * k6_cpus:
-        reasons.append(f"{gen} used {cores:.2f} of its {k6_cpus:g} CPUs")
+    cores = fig.get("generator_cpu_cores")
+    if generator_cpus and cores is not None and cores >= MAX_GENERATOR_CPU_SHARE * generator_cpus:
+        reasons.append(f"{gen} used {cores:.2f} of its {generator_cpus:g} CPUs")
     return reasons
 
 
@@ -83,7 +83,7 @@ def error_reasons(fig, gen="k6"):
     return reasons
 
 
-def phase_warnings(phases, rate, k6_cpus, gen="k6"):
+def phase_warnings(phases, rate, generator_cpus, gen="k6"):
     """Saturation and errors, one warning per workload and path listing its phases."""
     out = []
     groups = {}
@@ -91,7 +91,7 @@ def phase_warnings(phases, rate, k6_cpus, gen="k6"):
         groups.setdefault((p["workload"], p["path"]), []).append(p)
     for (w, path), ps in groups.items():
         for kind, reasons_of, message in (
-            ("saturated", lambda f: saturation_reasons(f, rate, k6_cpus, gen), f"{gen} was the limit: figures describe {gen}, not the path"),
+            ("saturated", lambda f: saturation_reasons(f, rate, generator_cpus, gen), f"{gen} was the limit: figures describe {gen}, not the path"),
             ("errors", lambda f: error_reasons(f, gen), "errors: this path's figures are not comparable"),
         ):
             hit = [(p["name"], reasons_of(p["figures"])) for p in ps]

@@ -731,9 +731,9 @@ func checkReport(t *testing.T, testid string) {
 		last = max(last, ph.Window.End)
 	}
 	for _, ph := range r.Phases {
-		for _, f := range []string{"nginx_cpu_us_per_req", "k6_cpu_cores"} {
+		for _, f := range []string{"nginx_cpu_us_per_req", "generator_cpu_cores"} {
 			v := ph.Figures[f]
-			if f == "k6_cpu_cores" && v == nil && ph.Window.End == last && strings.Contains(ph.Missing[f], "cAdvisor samples") {
+			if f == "generator_cpu_cores" && v == nil && ph.Window.End == last && strings.Contains(ph.Missing[f], "cAdvisor samples") {
 				t.Logf("%s (the last phase): %s missing: %s", ph.Name, f, ph.Missing[f])
 				continue
 			}
@@ -741,7 +741,7 @@ func checkReport(t *testing.T, testid string) {
 				t.Errorf("%s: %s = %v (missing: %q), want a positive figure from cAdvisor", ph.Name, f, deref(v), ph.Missing[f])
 			}
 		}
-		t.Logf("%s: from cAdvisor, nginx CPU %v µs per request, k6 %v cores", ph.Name, deref(ph.Figures["nginx_cpu_us_per_req"]), deref(ph.Figures["k6_cpu_cores"]))
+		t.Logf("%s: from cAdvisor, nginx CPU %v µs per request, the generator %v cores", ph.Name, deref(ph.Figures["nginx_cpu_us_per_req"]), deref(ph.Figures["generator_cpu_cores"]))
 	}
 	for _, p := range paths[1:] {
 		if ratio := r.Workloads["ping"].Paths[p.path].RatioToTCP; ratio["client_p50_ms"] == nil {
