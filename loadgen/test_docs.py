@@ -50,15 +50,6 @@ def test_the_setting_errors_quoted_are_what_plan_py_says():
         assert text == f"make: {e.value}", f"{f}: {text!r}"
 
 
-def test_the_answer_quoted_is_the_reports():
-    readme = (runplan.ROOT / "README.md").read_text()
-    from report.test_interleaved import build, mixed_load  # the report's own code on a made-up run
-
-    (quoted,) = re.findall(r"^> (.+?) \.\.\.$", readme, re.M)
-    answer = build(mixed_load(shift_ms=0.05))["workloads"]["ping"]["answer"]
-    assert quoted in answer, f"the README's answer sentence is not what the report says: {answer}"
-
-
 def test_the_error_bodies_quoted_are_in_the_code_that_sends_them():
     """nginx's own JSON errors (its template's $lab_error map) and the app's:
     each quoted body's text up to its "..." is written in one of them."""

@@ -2,6 +2,8 @@
 autocorrelation, the per-block pairing, and the answer a report gives from it
 (report/interleaved.py, through the report's own code)."""
 import random
+import re
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +123,12 @@ def test_the_stream_not_held_is_warned(held, dropped, kind):
     mix["dropped_iterations"] = dropped
     got = [w for w in build(k6)["warnings"] if "interleaved stream held" in w["message"]]
     assert [w["kind"] for w in got] == ([kind] if kind else [])
+
+
+def test_the_answer_the_readme_quotes_is_the_reports():
+    """The README's quoted answer sentence (a "> ... ..." line) is what the
+    report writes for a run where the socket is faster."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    (quoted,) = re.findall(r"^> (.+?) \.\.\.$", readme, re.M)
+    answer = build(mixed_load(shift_ms=0.05))["workloads"]["ping"]["answer"]
+    assert quoted in answer, f"the README's answer sentence is not what the report says: {answer}"
