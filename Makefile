@@ -3,8 +3,12 @@ SHELL := bash
 .DEFAULT_GOAL := help
 MAKEFLAGS += --no-print-directory
 
-# Compose reads .env itself; a variable from your shell or this command line wins.
-COMPOSE ?= docker compose
+# Compose reads .env, then what make up recorded of the app it started
+# (.lab/up.env: STACK, APP_IMAGE and the stack's settings, scripts/up.sh); a
+# variable from your shell or this command line wins over both. Expanded at
+# each use (=), so that `make up load` reads what make up just wrote.
+UP_ENV := .lab/up.env
+COMPOSE = docker compose --env-file .env $(shell [ -f $(UP_ENV) ] && echo --env-file $(UP_ENV))
 # A value from the environment, else from .env (for what make itself prints).
 env = $(or $($(1)),$(shell scripts/dotenv.sh $(1)))
 # One run id per make invocation: `:=` asks the clock once (`?=` would ask it at
@@ -47,12 +51,8 @@ doctor: ## Check this machine's Docker for the lab: what will run, what will be 
 # like cAdvisor), so that the lab starts whenever nginx, the app, Prometheus
 # and Grafana can. The watchers start first and become healthy while the core
 # does (about 5 s saved); their own --wait afterwards says whether they made it.
-# An APP_IMAGE that is neither here nor pullable, named as the setting it came from.
-APP_IMAGE_GONE = make: APP_IMAGE=$$APP_IMAGE: not on this machine and cannot be pulled (docker said why, above); \
-	a reference stack's is built with docker build -t $$APP_IMAGE stacks/<stack> (stacks/README.md)
-
 .PHONY: up
-up: $(PASSWORD_FILE) ## Start the lab (builds the app unless APP_IMAGE is set; SERVICES= a subset) and wait until healthy
+up: $(PASSWORD_FILE) ## Start the lab (builds the app unless APP_IMAGE is set; STACK=php-fpm|gunicorn|node a reference stack; SERVICES= a subset) and wait until healthy
 	@COMPOSE="$(COMPOSE)" scripts/up.sh
 	@echo
 	@echo "uds-lab is up:"
@@ -127,20 +127,25 @@ report: $(PASSWORD_FILE) ## Write results/<run>/report.md, report.json and chart
 		$(if $(RATE),--rate "$(RATE)")
 
 .PHONY: contract
-contract: ## Check an app image against the contract (APP_IMAGE=<image>, default the lab's app; ENDPOINT=<a route of it>; APP_PROTOCOL=fastcgi for PHP-FPM) and print the tables
-	@if [ -z "$${APP_IMAGE:-}" ]; then $(COMPOSE) build app; \
-	else docker image inspect "$$APP_IMAGE" >/dev/null 2>&1 || docker pull "$$APP_IMAGE" || { echo "$(APP_IMAGE_GONE)" >&2; exit 2; }; fi
-	$(COMPOSE) --profile contract build contract
-	CONTRACT_PROJECT=$(call env,COMPOSE_PROJECT_NAME)-contract COMPOSE="$(COMPOSE)" python3 contract/contract.py
+# The app alone, in a project of its own: its settings from STACK or the
+# command line, never from the running lab's .lab/up.env.
+CONTRACT_ENV := .lab/contract.env
+contract: ## Check an app image against the contract (APP_IMAGE=<image>, default the lab's app; STACK=<a reference stack>; ENDPOINT=<a route of it>; APP_PROTOCOL=fastcgi for PHP-FPM) and print the tables
+	@COMPOSE="docker compose" UP_ENV=$(CONTRACT_ENV) scripts/up.sh app
+	docker compose --profile contract build contract
+	CONTRACT_PROJECT=$(call env,COMPOSE_PROJECT_NAME)-contract APP_ENV_FILE=$(CONTRACT_ENV) \
+		COMPOSE="docker compose --env-file .env --env-file $(CONTRACT_ENV)" python3 contract/contract.py
 
 .PHONY: down
 down: ## Stop the lab; Prometheus and Grafana data are kept
 	$(COMPOSE) --profile load --profile report --profile floor --profile notrack down --remove-orphans
 
 .PHONY: clean
-clean: ## Stop the lab and delete its volumes (Prometheus data too) and the locally built images
+clean: ## Stop the lab and delete its volumes (Prometheus data too), the locally built images and what make up recorded
 	$(COMPOSE) --profile load --profile report --profile floor --profile notrack down --remove-orphans --volumes
-	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local uds-lab/prometheus-auth:local uds-lab/floor:local uds-lab/wrk:local uds-lab/contract:local uds-lab/report:local uds-lab/notrack:local uds-lab/oha:$(call env,OHA_VERSION) >/dev/null 2>&1 || true
+	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local uds-lab/prometheus-auth:local uds-lab/floor:local uds-lab/wrk:local uds-lab/contract:local uds-lab/report:local uds-lab/notrack:local uds-lab/oha:$(call env,OHA_VERSION) \
+		$$(for s in $$(scripts/stack.sh --list); do [ $$s = go ] || scripts/stack.sh $$s APP_IMAGE; done) >/dev/null 2>&1 || true
+	rm -f $(UP_ENV) $(CONTRACT_ENV)
 
 .PHONY: ps
 ps: ## Show the lab's containers and their health

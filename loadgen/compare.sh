@@ -2,14 +2,15 @@
 # make compare: the same workloads on each stack in turn, then one comparison
 # of what the socket saves on each (report/compare.py).
 #
-# STACKS (comma list of stacks: go, and the folders of stacks/ with a lab.env; default all: go is the lab's
-# app, the others stacks/<name>/): for each, `make up` with its stacks/<name>/lab.env, `make
-# load` with the same settings (SCENARIO, RATE, PATHS, ... from your shell or
-# make's command line, alike for every stack) and `make report`. A stack's image
-# is lab.env's APP_IMAGE, built from its folder if it is not there, or
-# STACK_<NAME>_IMAGE if set (STACK_PHP_FPM_IMAGE=...). Leaves the lab on the
-# lab's own app. Results: results/<TESTID>/compare.md and compare.json, and one
-# run per stack, results/<TESTID>-<stack>/.
+# STACKS (comma list of stacks, scripts/stack.sh --list: go, the lab's app, and
+# the folders of stacks/; default all): for each, `make up STACK=<stack>` (its
+# stacks/<name>/stack.env's settings, its image built from its folder, or
+# STACK_<NAME>_IMAGE if set, e.g. STACK_PHP_FPM_IMAGE=...), then `make load`
+# with your settings (SCENARIO, RATE, PATHS, ... from your shell or make's
+# command line, alike for every stack) and `make report`; make up records the
+# stack for both. Leaves the lab on the lab's own app. Results:
+# results/<TESTID>/compare.md and compare.json, and one run per stack,
+# results/<TESTID>-<stack>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 read -ra COMPOSE <<<"${COMPOSE:-docker compose}"
@@ -20,31 +21,22 @@ fail() { echo "make compare: $*" >&2; exit 2; }
 log() { printf '[compare %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 
 [[ $TESTID =~ ^[A-Za-z0-9_.-]+$ ]] || fail "TESTID=$TESTID: use letters, digits, . _ -"
-# go is the lab's app; every other stack is a folder of stacks/ with its lab.env.
-known="go $(cd stacks && for d in */lab.env; do printf '%s ' "${d%/lab.env}"; done)"
+known=$(scripts/stack.sh --list)
 # Default: every stack there is.
-IFS=, read -ra stacks <<<"${STACKS:-$(tr ' ' , <<<"${known% }")}"
+IFS=, read -ra stacks <<<"${STACKS:-$(tr ' ' , <<<"$known")}"
 [ "${#stacks[@]}" -ge 1 ] || fail "STACKS is empty"
 for s in "${stacks[@]}"; do
-  case " $known " in *" $s "*) ;; *) fail "STACKS: unknown stack \"$s\" (known: ${known% })" ;; esac
+  case " $known " in *" $s "*) ;; *) fail "STACKS: unknown stack \"$s\" (known: $known)" ;; esac
 done
 
-# settings STACK: the lab's settings for it, one per line (its lab.env, the
-# image as this machine has it).
+# settings STACK: make up's settings for it, one a line: STACK, and the image
+# named in the shell (a stand-in's) if there is one.
 settings() {
   [ "$1" = go ] && return 0
-  local var image line
+  local var
   var=STACK_$(tr 'a-z-' 'A-Z_' <<<"$1")_IMAGE
-  image=${!var:-$(sed -n 's/^APP_IMAGE=//p' "stacks/$1/lab.env")}
-  [ -n "$image" ] || fail "stacks/$1/lab.env names no APP_IMAGE"
-  if ! docker image inspect "$image" >/dev/null 2>&1; then
-    log "$1: building $image from stacks/$1" >&2
-    docker build -q -t "$image" "stacks/$1" >/dev/null
-  fi
-  echo "APP_IMAGE=$image"
-  while IFS= read -r line; do
-    case $line in '' | '#'* | APP_IMAGE=*) ;; *) echo "$line" ;; esac
-  done <"stacks/$1/lab.env"
+  echo "STACK=$1"
+  [ -z "${!var:-}" ] || echo "APP_IMAGE=${!var}"
 }
 
 runs=""
@@ -59,9 +51,9 @@ for s in "${stacks[@]}"; do
   # compose's progress goes to a log; its tail is shown if the start fails.
   mkdir -p "results/$TESTID"
   $MAKE -s up ${set[@]+"${set[@]}"} >"results/$TESTID/up-$s.log" 2>&1 || { tail -20 "results/$TESTID/up-$s.log" >&2; exit 1; }
-  # The same settings: compose must not see nginx or the app as changed.
-  $MAKE -s load TESTID="$TESTID-$s" ${set[@]+"${set[@]}"}
-  $MAKE -s report RUN="$TESTID-$s" ${set[@]+"${set[@]}"}
+  # make up recorded the stack (.lab/up.env): load and report see the same app.
+  $MAKE -s load TESTID="$TESTID-$s"
+  $MAKE -s report RUN="$TESTID-$s"
   runs="${runs:+$runs,}$s=$TESTID-$s"
 done
 "${COMPOSE[@]}" --profile report run --rm --user "$(id -u):$(id -g)" --entrypoint python3 report \

@@ -31,7 +31,7 @@ NOT_POOLING = 0.5
 def not_pooled(phases, workload, closer=None):
     """{term key: why} for the answer's pooled terms whose paths did not reuse
     connections in this run: the app is a stack that closes every connection
-    (closer: its name, from catalogue.json's stacks), or it accepted about one
+    (closer: its name, from its stacks/<name>/stack.env), or it accepted about one
     new connection per request on a pooled path (app_conns_per_req, where the
     app exports its accept counter)."""
     rounds = by_round(phases, workload)
@@ -39,7 +39,7 @@ def not_pooled(phases, workload, closer=None):
     for t in TERMS:
         if t.get("answer") != "pooled" or not all(p in rounds for p in t["paths"]):
             continue
-        why = [f"{closer} closes every connection, as catalogue.json says"] if closer else []
+        why = [f"{closer} closes every connection, as its stack.env says"] if closer else []
         for p in t["paths"]:
             per = [v for v in rounds[p].get("app_conns_per_req", {}).values() if v is not None]
             if CATALOGUE["paths"][p].get("pooled") and per and sum(per) / len(per) >= NOT_POOLING:

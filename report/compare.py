@@ -46,7 +46,7 @@ def verdict(d):
 
 
 # The verdict of a pooled pair whose paths did not pool (the stack's report
-# says why: catalogue.json's stacks, or the app's accepts): both paths opened
+# says why: the stack's stack.env, or the app's accepts): both paths opened
 # one per request.
 NOT_POOLED = "not pooled: the stack closes every connection"
 

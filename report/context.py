@@ -112,8 +112,9 @@ def build_report(load, compose, query, prometheus_url=None):
     cores = server_cores(comp["limits"])
     phases = phase_figures_with(load, query, baseline, cores)
     workloads = aggregate(phases, settings)
-    stack = stack_of(comp["images"].get("app"))
-    app_env = ((compose or {}).get("services", {}).get("app") or {}).get("environment")
+    app = (compose or {}).get("services", {}).get("app") or {}
+    stack = stack_of((app.get("labels") or {}).get("uds-lab.stack"), comp["images"].get("app"))
+    app_env = app.get("environment")
     closer = stack if stack and not pools(stack, lambda name: env_value(app_env, name)) else None
     warnings = []
     for w in settings.get("workloads") or []:

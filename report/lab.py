@@ -6,6 +6,8 @@ series and draw a path in the same colour."""
 import json
 from pathlib import Path
 
+from dotenv import dotenv_values
+
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = json.loads((ROOT / "catalogue.json").read_text())
 # One colour per path, the same in Grafana and in the report's charts.
@@ -50,23 +52,44 @@ def listener_of(path):
     return (CATALOGUE["paths"].get(path) or {}).get("listener", "tcp")
 
 
+def read_stacks(stacks_dir=ROOT / "stacks"):
+    """The apps the lab ships: the lab's own (catalogue.json's "app") and each
+    reference stack from its one file, stacks/<name>/stack.env (its STACK_*
+    facts; scripts/stack.sh reads the same), as {name: {"lacks", "pools",
+    "pools_with", "about", ...}}."""
+    stacks = {CATALOGUE["app"]["name"]: CATALOGUE["app"]}
+    for f in sorted(stacks_dir.glob("*/stack.env")):
+        env = dotenv_values(f, interpolate=False)
+        with_ = (env.get("STACK_POOLS_WITH") or "").partition("=")
+        stacks[f.parent.name] = {
+            "dir": f"stacks/{f.parent.name}", "about": env.get("STACK_ABOUT") or "",
+            "protocol": env.get("APP_PROTOCOL") or "http",
+            "lacks": [w for w in (env.get("STACK_LACKS") or "").split(",") if w],
+            "pools": env.get("STACK_POOLS") == "true",
+            "pools_with": {with_[0]: with_[2]} if with_[1] else {},
+            "image": env.get("APP_IMAGE"),
+        }
+    return stacks
+
+
+STACKS = read_stacks()
+
+
 def pools(stack, setting=lambda name: None):
-    """Whether a stack's pooled (-ka) paths can reuse connections
-    (catalogue.json's stacks: pools, or one of its pools_with settings of the
-    app, setting(name) giving the app's value); a stack the catalogue does not
-    know is taken to."""
-    entry = CATALOGUE["stacks"].get(stack) or {}
+    """Whether a stack's pooled (-ka) paths can reuse connections (its
+    stack.env: STACK_POOLS, or its STACK_POOLS_WITH setting of the app,
+    setting(name) giving the app's value); an app the lab does not ship is
+    taken to."""
+    entry = STACKS.get(stack) or {}
     return entry.get("pools", True) or any(setting(k) == v for k, v in (entry.get("pools_with") or {}).items())
 
 
-def stack_of(image, stacks_dir=ROOT / "stacks"):
-    """The reference stack (catalogue.json's stacks) whose image this is, by the
-    APP_IMAGE its stacks/<name>/lab.env sets; "go" for the lab's own app
-    (no APP_IMAGE); None for an app the lab does not ship."""
-    if not image or image == "uds-lab/app:local":
-        return "go"
-    for name in CATALOGUE["stacks"]:
-        env = stacks_dir / name / "lab.env"
-        if env.is_file() and f"APP_IMAGE={image}" in env.read_text().split():
-            return name
+def stack_of(label, image):
+    """The app that ran: the reference stack make up started (STACK, the app
+    container's label), the lab's own app (its image, or none named), or None
+    for an app the lab does not ship."""
+    if label:
+        return label
+    if not image or image == CATALOGUE["app"]["image"]:
+        return CATALOGUE["app"]["name"]
     return None

@@ -1195,13 +1195,14 @@ def test_a_stack_that_closes_every_connection_is_not_credited_with_pooling():
     false): its -ka paths opened one per request, and the answer says so
     instead of "with pooled keepalive connections" (issue 22)."""
     gunicorn = {"services": {**COMPOSE["services"],
-                             "app": {**COMPOSE["services"]["app"], "image": "uds-lab/stack-gunicorn:local"}}}
+                             "app": {**COMPOSE["services"]["app"], "image": "uds-lab/stack-gunicorn:local",
+                                     "labels": {"uds-lab.stack": "gunicorn"}}}}
     rep = build(p50_run(EIGHT, rate=500), compose=gunicorn)
     text = rep["workloads"]["ping"]["answer"]
     assert rep["stack"] == "gunicorn"
     assert "pooled keepalive" not in text, text
     assert ("On the keepalive (-ka) paths, which did not reuse connections here (gunicorn closes every connection, "
-            "as catalogue.json says), the socket made no measurable difference against TCP over loopback") in text
+            "as its stack.env says), the socket made no measurable difference against TCP over loopback") in text
     (w,) = [w for w in rep["warnings"] if w["kind"] == "not_pooled"]
     assert w["workload"] == "ping" and "not of pooling" in w["message"]
     assert "not_pooled" not in kinds(build(p50_run(EIGHT, rate=500)))  # the lab's own app pools
@@ -1233,14 +1234,22 @@ def test_pooled_paths_that_opened_a_connection_per_request_are_named_from_the_ap
     assert "which did not reuse connections here" in rep["workloads"]["ping"]["answer"]
 
 
-def test_the_stack_of_an_image_is_read_from_its_lab_env(tmp_path):
+def test_the_stack_that_ran_is_make_ups_label_and_its_facts_its_stack_env(tmp_path):
     from report import lab
-    (tmp_path / "node").mkdir()
-    (tmp_path / "node" / "lab.env").write_text("APP_IMAGE=uds-lab/stack-node:local\n")
-    assert lab.stack_of("uds-lab/stack-node:local", tmp_path) == "node"
-    assert lab.stack_of("uds-lab/stack-node:other", tmp_path) is None
-    assert lab.stack_of(None, tmp_path) == lab.stack_of("uds-lab/app:local", tmp_path) == "go"
-    assert lab.stack_of("uds-lab/stack-gunicorn:local") == "gunicorn"  # the repository's own lab.env
+    assert lab.stack_of("node", "uds-lab-standin/stack-node:1") == "node"  # make up STACK=node, a stand-in image
+    assert lab.stack_of("", None) == lab.stack_of("", "uds-lab/app:local") == "go"
+    assert lab.stack_of("", "me/app:1") is None  # an app the lab does not ship
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "stack.env").write_text(
+        "# a comment\nSTACK_ABOUT=my stack, closes connections # a note\nSTACK_LACKS=cpu,sleep\nSTACK_POOLS=false\n"
+        "STACK_POOLS_WITH=MY_MODE=keep\nAPP_IMAGE=me/stack:1\nAPP_PROTOCOL=fastcgi\n")
+    s = lab.read_stacks(tmp_path)
+    assert s["mine"] == {"dir": "stacks/mine", "about": "my stack, closes connections", "protocol": "fastcgi",
+                         "lacks": ["cpu", "sleep"], "pools": False, "pools_with": {"MY_MODE": "keep"},
+                         "image": "me/stack:1"}
+    assert s["go"]["pools"] and list(s) == ["go", "mine"]
+    assert set(lab.STACKS) == {"go", "php-fpm", "gunicorn", "node"}  # the repository's own folders
+    assert not lab.pools("gunicorn") and lab.pools("gunicorn", {"GUNICORN_WORKER_CLASS": "gthread"}.get)
 
 
 def test_straight_to_the_app_is_set_beside_the_same_pair_through_nginx():

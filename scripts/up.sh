@@ -3,9 +3,16 @@
 # (the core services, then each watcher that can run), and the loopback
 # connection-tracking setting (APP_LO_NOTRACK). `scripts/up.sh notrack` applies
 # that setting alone, for a run that recreated the app (loadgen/run.sh): one
-# place for it. Runs on the host: bash 3.2 (macOS) is enough.
-# From make: COMPOSE; SERVICES and APP_IMAGE from your shell or make's command
-# line; APP_LO_NOTRACK from there or .env.
+# place for it; `scripts/up.sh app` the app's settings and image alone (make
+# contract). Runs on the host: bash 3.2 (macOS) is enough.
+# From make: COMPOSE; SERVICES, STACK and APP_IMAGE from your shell or make's
+# command line; APP_LO_NOTRACK from there or .env.
+#
+# STACK (a folder of stacks/): its stack.env's settings (APP_IMAGE, its
+# protocol, its own settings), yours winning, and its image built from the
+# folder. make up records the app it starts in .lab/up.env (STACK, APP_IMAGE,
+# the stack's settings): make's later commands read it after .env (the
+# Makefile's COMPOSE), and the app's container its stack's own settings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 read -ra COMPOSE <<<"${COMPOSE:-docker compose}"
@@ -24,15 +31,51 @@ plan() {
   set +a
 }
 
-# What the lab builds, and the app image if it is yours (pulled if missing).
+# Where the settings of the app it starts go (make contract: its own file).
+UP_ENV=${UP_ENV:-.lab/up.env}
+
+# STACK's settings into the environment (yours win), and what make up starts
+# into .lab/up.env, for the commands after it. A value compose would expand
+# ($) is refused by scripts/dotenv.sh in a stack.env, and here in yours.
+stack() {
+  local settings line
+  settings=$(scripts/stack.sh "${STACK:-go}" settings) || exit 2
+  # .lab is yours alone (Prometheus's password is there too).
+  [ -d "$(dirname "$UP_ENV")" ] || (umask 077 && mkdir -p "$(dirname "$UP_ENV")")
+  {
+    echo "# Written by make up (scripts/up.sh): the app it started. Read after .env by make's commands."
+    echo "STACK=${STACK:-}"
+    while IFS= read -r line; do
+      [ -n "$line" ] || continue
+      case $line in *'$'*) fail "${line%%=*}: a value with \$ cannot be passed on to compose" ;; esac
+      export "${line?}"
+      echo "$line"
+    done <<<"$settings"
+    case $settings in *APP_IMAGE=*) ;; *) [ -z "${APP_IMAGE:-}" ] || echo "APP_IMAGE=$APP_IMAGE" ;; esac
+  } >"$UP_ENV.tmp"
+  mv "$UP_ENV.tmp" "$UP_ENV"
+}
+
+# What the lab builds, and the app.
 build() {
+  "${COMPOSE[@]}" build nginx-log-exporter prometheus-auth
+  app_image
+}
+
+# The app's image: the lab's, a stack's (from its folder, unless you name
+# another APP_IMAGE), or yours (pulled if missing).
+app_image() {
   if [ -z "${APP_IMAGE:-}" ]; then
-    "${COMPOSE[@]}" build app nginx-log-exporter prometheus-auth
+    "${COMPOSE[@]}" build app
     return
   fi
-  "${COMPOSE[@]}" build nginx-log-exporter prometheus-auth
+  if [ -n "${STACK:-}" ] && [ "$APP_IMAGE" = "$(scripts/stack.sh "$STACK" APP_IMAGE)" ]; then
+    docker build -q --build-arg "BASE_IMAGE=$(scripts/stack.sh "$STACK" STACK_BASE_IMAGE)" -t "$APP_IMAGE" "stacks/$STACK" >/dev/null ||
+      fail "STACK=$STACK: its image $APP_IMAGE could not be built from stacks/$STACK (docker said why, above)"
+    return
+  fi
   docker image inspect "$APP_IMAGE" >/dev/null 2>&1 || docker pull "$APP_IMAGE" ||
-    fail "APP_IMAGE=$APP_IMAGE: not on this machine and cannot be pulled (docker said why, above); a reference stack's is built with docker build -t $APP_IMAGE stacks/<stack> (stacks/README.md)"
+    fail "APP_IMAGE=$APP_IMAGE: not on this machine and cannot be pulled (docker said why, above); a reference stack's is built by make up STACK=<stack> (stacks/README.md)"
 }
 
 pull() {
@@ -70,6 +113,7 @@ notrack() {
 
 case "${1:-}" in
   notrack) notrack ;;
-  "") plan; build; pull; start; notrack ;;
-  *) fail "unknown step \"$1\" (scripts/up.sh [notrack])" ;;
+  app) stack; app_image ;; # make contract: the app alone, its settings in UP_ENV
+  "") stack; plan; build; pull; start; notrack ;;
+  *) fail "unknown step \"$1\" (scripts/up.sh [notrack|app])" ;;
 esac

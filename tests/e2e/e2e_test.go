@@ -415,7 +415,7 @@ func maxRun(t *testing.T, run, gen, paths, rounds, duration string, more ...stri
 }
 
 // stackRun checks one stack's run of make compare (the lab on it with the
-// settings of its stacks/<name>/lab.env, the stand-in image in place of the one
+// settings of its stacks/<name>/stack.env, the stand-in image in place of the one
 // users build): nginx decided the app was ready without an image HEALTHCHECK,
 // and no request failed on any path. Then make contract with those settings.
 func stackRun(t *testing.T, prom, name, testid string) {
@@ -425,6 +425,11 @@ func stackRun(t *testing.T, prom, name, testid string) {
 	}
 	t.Logf("%s: %v requests through every path, none failed", name, requests)
 	loggedPerPath(t, prom, testid)
+	// make up STACK=<name> recorded the stack (.lab/up.env): make load's
+	// compose.json has it, and the report names it.
+	if got := readReport(t, testid).Stack; got == nil || *got != name {
+		t.Errorf("%s: the report names the stack %v, want %q (make up's .lab/up.env, through make load's compose.json)", name, orNone(got), name)
+	}
 	if name == "go" {
 		return // the contract scenario checks the lab's app
 	}
@@ -441,17 +446,12 @@ func stackRun(t *testing.T, prom, name, testid string) {
 	if image == "" {
 		t.Fatalf("no stand-in image for %s (tests/e2e/standins.sh prints STACK_*_IMAGE)", name)
 	}
-	settings := []string{"APP_IMAGE=" + image}
-	for _, line := range strings.Split(mustRead(t, lab.Path(t, "stacks", name, "lab.env")), "\n") {
-		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "APP_IMAGE=") {
-			settings = append(settings, line)
-		}
-	}
-	// make contract with the same settings: asked in its protocol (FastCGI for
-	// PHP-FPM), the stack keeps every required clause without metrics.
+	// make contract STACK=<name>, its stack.env's settings: asked in its
+	// protocol (FastCGI for PHP-FPM), the stack keeps every required clause
+	// without metrics.
 	var passed []string
 	step(t, "make contract on "+name, func() {
-		for _, c := range contract(t, settings...).Clauses {
+		for _, c := range contract(t, "STACK="+name, "APP_IMAGE="+image).Clauses {
 			if c.Pass {
 				passed = append(passed, c.Clause)
 			}
@@ -926,8 +926,9 @@ func pushed(t *testing.T, prom, testid string) float64 {
 
 // report is what the e2e test reads of report.json.
 type report struct {
-	Mode      string `json:"mode"`
-	Generator string `json:"generator"`
+	Mode      string  `json:"mode"`
+	Generator string  `json:"generator"`
+	Stack     *string `json:"stack"`
 	Phases    []struct {
 		Name    string              `json:"name"`
 		Path    string              `json:"path"`
@@ -975,6 +976,14 @@ func readReport(t *testing.T, run string) report {
 		t.Fatalf("results/%s/report.json: %v", run, err)
 	}
 	return r
+}
+
+// orNone is a string pointer's value, or "none".
+func orNone(s *string) string {
+	if s == nil {
+		return "none"
+	}
+	return *s
 }
 
 func mustRead(t *testing.T, path string) string {

@@ -13,8 +13,9 @@
 #   debian base  also WRK_BASE_IMAGE: loadgen/wrk installs Debian's wrk on it
 #   python       Debian's Python 3.11 with pip and report/requirements.txt's
 #                wheels (PYTHON_IMAGE of report/Dockerfile)
-#   stacks       stacks/php-fpm, gunicorn and node on Debian's php-fpm,
-#                gunicorn and nodejs (STACK_*_IMAGE, for make up APP_IMAGE=...)
+#   stacks       each stacks/<name> on Debian's packages (its stack.env's
+#                STACK_TEST_PACKAGES, its standin.Dockerfile): STACK_<NAME>_IMAGE,
+#                for make up STACK=<name> APP_IMAGE=...
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dotenv=$(scripts/dotenv.sh --export) # fails the script on a line it cannot read
@@ -154,19 +155,16 @@ if ! have "$GOLANG"; then
 fi
 
 # The reference stacks (stacks/*) on Debian's packages, running the stack's own
-# code and config (its folder is the build context). Tagged by a hash of that
-# folder, so an edited stack is rebuilt. Users' images: PHP_FPM_IMAGE,
-# GUNICORN_PYTHON_IMAGE, NODE_IMAGE; the lab runs one with
-# make up APP_IMAGE=$STACK_<NAME>_IMAGE and stacks/<name>/lab.env's other settings.
-stack_image() { # stack_image NAME: builds the stand-in of stacks/NAME, prints its tag
-  local name=$1 image
+# code and config (its folder is the build context, its standin.Dockerfile the
+# recipe). Tagged by a hash of that folder, so an edited stack is rebuilt.
+stacks_env=""
+for name in $(scripts/stack.sh --list); do
+  [ "$name" != go ] || continue
   image=uds-lab-standin/stack-$name:$(cat stacks/"$name"/* | sha256sum | cut -c1-12)
-  build "$image" $HERE/stack-"$name".Dockerfile stacks/"$name" "BASE=$BASE"
-  echo "$image"
-}
-STACK_PHP_FPM=$(stack_image php-fpm)
-STACK_GUNICORN=$(stack_image gunicorn)
-STACK_NODE=$(stack_image node)
+  build "$image" "stacks/$name/standin.Dockerfile" "stacks/$name" "BASE=$BASE" \
+    "PACKAGES=$(scripts/stack.sh "$name" STACK_TEST_PACKAGES)"
+  stacks_env+="STACK_$(tr 'a-z-' 'A-Z_' <<<"$name")_IMAGE=$image"$'\n'
+done
 
 cat <<ENV
 NGINX_IMAGE=$NGINX
@@ -180,7 +178,5 @@ GO_IMAGE=$GOLANG
 APP_RUNTIME_IMAGE=scratch
 WRK_BASE_IMAGE=$BASE
 PYTHON_IMAGE=$PYTHON
-STACK_PHP_FPM_IMAGE=$STACK_PHP_FPM
-STACK_GUNICORN_IMAGE=$STACK_GUNICORN
-STACK_NODE_IMAGE=$STACK_NODE
 ENV
+printf '%s' "$stacks_env"

@@ -1,12 +1,16 @@
 package integration
 
-// The reference stacks of stacks/ (PHP-FPM, gunicorn, Node.js), each run on
-// this host from its own folder with the settings the lab gives it, behind
-// both nginx rendered from the project's templates in the stack's protocol
-// (FastCGI for PHP-FPM). Debian's php-fpm, gunicorn and nodejs run them here,
-// as in the stand-in images (scripts/test-deps.sh installs them).
+// The reference stacks of stacks/, each a folder with its stack.env, each run
+// on this host from its folder as its Dockerfile runs it (its exec-form
+// ENTRYPOINT and CMD, its ENV and STOPSIGNAL) with the settings make up
+// STACK=<name> gives it, behind both nginx rendered from the project's
+// templates in the stack's protocol. Debian's packages of each stack.env's
+// STACK_TEST_PACKAGES run them here, as in the stand-in images
+// (scripts/test-deps.sh installs them). No stack is named here: a new folder
+// is tested as it is added.
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,6 +24,8 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -34,54 +40,208 @@ import (
 // with nginx workers' group, so the socket is reached through its group.
 const appUID = 10001
 
-// stackCase is one stack to run: its catalogue entry and how to start it.
+// imageDir is where every stack's Dockerfile copies its folder (and where
+// .env's APP_FASTCGI_SCRIPT points): here, the folder itself.
+const imageDir = "/app/"
+
+// stackCase is one stack to run: its stack.env, and how its image runs it.
 type stackCase struct {
-	name    string // catalogue.json's stack
-	variant string // a setting that changes its behaviour, for the test's name
-	env     []string
-	argv    func(t *testing.T) []string
-	stop    syscall.Signal // its graceful stop (the image's STOPSIGNAL)
-	pools   bool           // whether its -ka paths reuse connections
+	name    string // its folder under stacks/
+	variant string // NAME=value: its STACK_POOLS_WITH applied, for the test's name
+	stack   lab.Stack
+	// The lab's settings as make up STACK=<name> leaves them: .env's, the
+	// stack's settings (and variant) over them.
+	settings map[string]string
+	env      []string       // its image's ENV, then its settings (and variant), then PATH
+	argv     []string       // its image's ENTRYPOINT and CMD, run from its folder
+	stop     syscall.Signal // its graceful stop (its image's STOPSIGNAL)
+	pools    bool           // whether its -ka paths reuse connections
 }
 
+// stackCases: one case per folder of stacks/, and one more for each stack
+// with a setting under which it pools after all (STACK_POOLS_WITH).
 func stackCases(t *testing.T) []stackCase {
-	c := lab.ReadCatalogue(t)
-	dir := func(name string) string { return lab.Path(t, c.Stacks[name].Dir) }
-	return []stackCase{
-		{name: "php-fpm", stop: syscall.SIGQUIT, pools: c.Stacks["php-fpm"].Pools,
-			// Fewer idle pooled connections than children (see php-fpm.conf).
-			env: []string{"PHP_FPM_CHILDREN=4"},
-			argv: func(t *testing.T) []string {
-				return []string{"sh", filepath.Join(dir("php-fpm"), "entrypoint.sh")}
-			}},
-		{name: "gunicorn", stop: syscall.SIGTERM, pools: c.Stacks["gunicorn"].Pools,
-			env: []string{"GUNICORN_WORKERS=2", "GUNICORN_WORKER_CLASS=sync"},
-			argv: func(t *testing.T) []string {
-				return []string{lab.Tool(t, "gunicorn"), "--config", filepath.Join(dir("gunicorn"), "gunicorn.conf.py")}
-			}},
-		// The worker class is a setting: gthread keeps connections open.
-		{name: "gunicorn", variant: "gthread", stop: syscall.SIGTERM, pools: true,
-			env: []string{"GUNICORN_WORKERS=2", "GUNICORN_WORKER_CLASS=gthread", "GUNICORN_THREADS=4"},
-			argv: func(t *testing.T) []string {
-				return []string{lab.Tool(t, "gunicorn"), "--config", filepath.Join(dir("gunicorn"), "gunicorn.conf.py")}
-			}},
-		{name: "node", stop: syscall.SIGTERM, pools: c.Stacks["node"].Pools,
-			argv: func(t *testing.T) []string {
-				return []string{lab.Tool(t, "node"), filepath.Join(dir("node"), "server.js")}
-			}},
+	aliases := versionedNames(t)
+	var out []stackCase
+	stacks := lab.ReadStacks(t)
+	names := make([]string, 0, len(stacks))
+	for name := range stacks {
+		names = append(names, name)
 	}
+	sort.Strings(names)
+	for _, name := range names {
+		s := stacks[name]
+		img := readImage(t, lab.Path(t, s.Dir), aliases)
+		add := func(variant map[string]string, pools bool) {
+			c := stackCase{name: name, stack: s, argv: img.argv, stop: img.stop, pools: pools,
+				settings: lab.Env(t)}
+			// The app's container gets every setting of its stack (compose's
+			// env_file, .lab/up.env), after its image's ENV.
+			c.env = append(c.env, img.env...)
+			for _, set := range []map[string]string{s.Settings, variant} {
+				for k, v := range set {
+					c.settings[k] = v
+					c.env = append(c.env, k+"="+v)
+				}
+			}
+			for k, v := range variant {
+				c.variant = k + "=" + v
+			}
+			c.env = append(c.env, "PATH="+os.Getenv("PATH")+string(os.PathListSeparator)+aliases)
+			out = append(out, c)
+		}
+		add(nil, s.Pools)
+		if len(s.PoolsWith) > 0 {
+			add(s.PoolsWith, true)
+		}
+	}
+	return out
 }
 
-// phpFPM finds Debian's php-fpm (php-fpm8.2 on bookworm) or the official one.
-func phpFPM(t *testing.T) string {
-	if p, err := exec.LookPath("php-fpm"); err == nil {
-		return p
+// image is how a stack's Dockerfile runs it (its last stage).
+type image struct {
+	argv []string // ENTRYPOINT then CMD (exec form), imageDir read as the folder
+	env  []string // ENV, NAME=value
+	stop syscall.Signal
+}
+
+// readImage reads a stack's Dockerfile: its exec-form ENTRYPOINT and CMD,
+// with imageDir read as the folder and the program found on PATH (or among
+// aliases) unless it is the folder's; its ENV; its STOPSIGNAL (SIGTERM,
+// Docker's, by default). What it cannot read as Docker would, it refuses.
+func readImage(t *testing.T, dir, aliases string) image {
+	t.Helper()
+	path := filepath.Join(dir, "Dockerfile")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	matches, _ := filepath.Glob("/usr/sbin/php-fpm[0-9]*")
-	if len(matches) == 0 {
-		t.Fatal("php-fpm not found: run scripts/test-deps.sh (make test does) or install php-fpm")
+	defer f.Close()
+	local := func(s string) string {
+		if rest, ok := strings.CutPrefix(s, imageDir); ok {
+			return filepath.Join(dir, rest)
+		}
+		return s
 	}
-	return matches[len(matches)-1]
+	var img image
+	var entrypoint, cmd []string
+	sc := bufio.NewScanner(f)
+	var line string
+	for sc.Scan() {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") { // also within a continued instruction
+			continue
+		}
+		if cont, ok := strings.CutSuffix(text, "\\"); ok {
+			line += cont + " "
+			continue
+		}
+		line += text
+		keyword := strings.Fields(line)[0]
+		rest := strings.TrimSpace(line[len(keyword):])
+		line = ""
+		execForm := func() []string {
+			var argv []string
+			if err := json.Unmarshal([]byte(rest), &argv); err != nil {
+				t.Fatalf("%s: %s %s: the test runs the exec form only (a JSON array)", path, keyword, rest)
+			}
+			return argv
+		}
+		switch strings.ToUpper(keyword) {
+		case "FROM": // a new stage: what it runs is its own
+			entrypoint, cmd, img = nil, nil, image{}
+		case "ENTRYPOINT":
+			entrypoint, cmd = execForm(), nil // Docker: an ENTRYPOINT resets CMD
+		case "CMD":
+			cmd = execForm()
+		case "ENV":
+			for _, kv := range strings.Fields(rest) {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || strings.ContainsAny(v, "$\"'\\") {
+					t.Fatalf("%s: ENV %s: the test reads NAME=value with plain values only", path, rest)
+				}
+				img.env = append(img.env, k+"="+local(v))
+			}
+		case "STOPSIGNAL":
+			img.stop = signalNamed(t, path, rest)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range append(entrypoint, cmd...) {
+		img.argv = append(img.argv, local(a))
+	}
+	if len(img.argv) == 0 {
+		t.Fatalf("%s: no ENTRYPOINT or CMD: the test runs the stack as its image does", path)
+	}
+	if img.stop == 0 {
+		img.stop = syscall.SIGTERM
+	}
+	// The program: the folder's own, or found here by its name (the image's
+	// path to it is the image's).
+	if p := img.argv[0]; !strings.HasPrefix(p, dir+string(filepath.Separator)) {
+		name := filepath.Base(p)
+		if alias := filepath.Join(aliases, name); fileExists(alias) {
+			img.argv[0] = alias
+		} else {
+			img.argv[0] = lab.Tool(t, name)
+		}
+	}
+	return img
+}
+
+// signalNamed reads STOPSIGNAL's value: SIGNAME, NAME or a number.
+func signalNamed(t *testing.T, path, s string) syscall.Signal {
+	t.Helper()
+	if n, err := strconv.Atoi(s); err == nil {
+		return syscall.Signal(n)
+	}
+	signals := map[string]syscall.Signal{"HUP": syscall.SIGHUP, "INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT,
+		"KILL": syscall.SIGKILL, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "TERM": syscall.SIGTERM,
+		"WINCH": syscall.SIGWINCH}
+	sig, ok := signals[strings.TrimPrefix(strings.ToUpper(s), "SIG")]
+	if !ok {
+		t.Fatalf("%s: STOPSIGNAL %s: not a signal the test knows", path, s)
+	}
+	return sig
+}
+
+func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+// Debian names some programs by their version where the official images do
+// not (php-fpm8.2; the stand-in images link it by the plain name): such a
+// program in /usr/bin or /usr/sbin, NAME then a dotted version.
+var versioned = regexp.MustCompile(`^(.*[^0-9.])[0-9]+(\.[0-9]+)+$`)
+
+// versionedNames returns a folder, last on the stacks' PATH, that gives each
+// of Debian's versioned programs its plain name where PATH has none (the
+// last in name order where there are several), as the stand-in images do: a
+// stack's entrypoint runs the program by the official image's name.
+func versionedNames(t *testing.T) string {
+	t.Helper()
+	dir := lab.ShortTempDir(t)
+	if err := os.Chmod(dir, 0o755); err != nil { // the stacks may run as the app's user
+		t.Fatal(err)
+	}
+	for _, bin := range []string{"/usr/bin", "/usr/sbin"} {
+		entries, _ := os.ReadDir(bin) // in name order
+		for _, e := range entries {
+			m := versioned.FindStringSubmatch(e.Name())
+			if m == nil {
+				continue
+			}
+			if _, err := exec.LookPath(m[1]); err == nil {
+				continue
+			}
+			link := filepath.Join(dir, m[1])
+			_ = os.Remove(link)
+			if err := os.Symlink(filepath.Join(bin, e.Name()), link); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
 }
 
 // relay stands between nginx and a listener of the app and counts the
@@ -121,7 +281,7 @@ func startRelay(t *testing.T, front net.Listener, network, backend string) *rela
 func TestStacks(t *testing.T) {
 	cat := lab.ReadCatalogue(t)
 	for _, sc := range stackCases(t) {
-		name := sc.name
+		name := sc.name // e.g. gunicorn, and gunicorn/GUNICORN_WORKER_CLASS=gthread
 		if sc.variant != "" {
 			name += "/" + sc.variant
 		}
@@ -165,7 +325,7 @@ func newAppUser(t *testing.T, dir string) appUser {
 }
 
 func testStack(t *testing.T, cat lab.Catalogue, sc stackCase) {
-	stack := cat.Stacks[sc.name]
+	stack := sc.stack
 	dir := lab.ShortTempDir(t)
 	u := newAppUser(t, dir)
 	root, cred, gid, sockDir := u.root, u.cred, u.gid, u.sockDir
@@ -175,17 +335,12 @@ func testStack(t *testing.T, cat lab.Catalogue, sc stackCase) {
 	}
 	socket := filepath.Join(sockDir, "app.sock")
 	appPort := lab.FreePort(t)
-	env := append(os.Environ(),
+	env := append(append(os.Environ(), sc.env...),
 		fmt.Sprintf("APP_TCP_ADDR=127.0.0.1:%d", appPort),
 		"APP_UNIX_SOCKET="+socket,
-		"APP_SOCKET_MODE="+lab.Env(t)["APP_SOCKET_MODE"],
+		"APP_SOCKET_MODE="+sc.settings["APP_SOCKET_MODE"],
 		"APP_SOCKET_GID="+socketGID,
-		"PYTHONDONTWRITEBYTECODE=1",
 	)
-	env = append(env, sc.env...)
-	if sc.name == "php-fpm" {
-		env = append(env, "PHP_FPM="+phpFPM(t))
-	}
 
 	// nginx reaches the app through counting relays: TCP, and a socket of
 	// their own that nginx's workers may use (the app's own is checked below).
@@ -210,10 +365,13 @@ func testStack(t *testing.T, cat lab.Catalogue, sc stackCase) {
 		"unix": startRelay(t, unixFront, "unix", socket),
 	}
 
-	// Both nginx of the catalogue, from the templates, in the stack's protocol.
-	keepalive := lab.Env(t)["NGINX_UPSTREAM_KEEPALIVE"]
-	if sc.name == "php-fpm" {
-		keepalive = readLabEnv(t, "php-fpm")["NGINX_UPSTREAM_KEEPALIVE"]
+	// Both nginx of the catalogue, from the templates, in the stack's protocol,
+	// with the lab's settings as make up STACK=<name> leaves them (a stack
+	// may set nginx's idle pool, NGINX_UPSTREAM_KEEPALIVE); the front
+	// controller (APP_FASTCGI_SCRIPT) is the image's, so the folder's here.
+	fastcgiScript := sc.settings["APP_FASTCGI_SCRIPT"]
+	if rest, ok := strings.CutPrefix(fastcgiScript, imageDir); ok {
+		fastcgiScript = filepath.Join(lab.Path(t, stack.Dir), rest)
 	}
 	urls := map[string]string{}
 	ports := map[string]int{}
@@ -226,8 +384,8 @@ func testStack(t *testing.T, cat lab.Catalogue, sc stackCase) {
 		ports[name] = lab.FreePort(t)
 		vars := map[string]string{
 			"APP_PROTOCOL":             stack.Protocol,
-			"APP_FASTCGI_SCRIPT":       lab.Path(t, "stacks", "php-fpm", "index.php"),
-			"NGINX_UPSTREAM_KEEPALIVE": keepalive,
+			"APP_FASTCGI_SCRIPT":       fastcgiScript,
+			"NGINX_UPSTREAM_KEEPALIVE": sc.settings["NGINX_UPSTREAM_KEEPALIVE"],
 			"NGINX_WORKER_PROCESSES":   "1",
 			"NGINX_RUN_DIR":            runDir,
 			"NGINX_LISTEN_PORT":        strconv.Itoa(ports[name]),
@@ -236,8 +394,8 @@ func testStack(t *testing.T, cat lab.Catalogue, sc stackCase) {
 			"APP_TCP_UPSTREAM":         tcpFront.Addr().String(),
 			"APP_UNIX_SOCKET":          relaySocket,
 			"NGINX_ACCESS_LOG":         "off",
-			"NGINX_WORKER_CONNECTIONS": lab.Env(t)["NGINX_WORKER_CONNECTIONS"],
-			"NGINX_MAX_IN_FLIGHT":      lab.Env(t)["NGINX_MAX_IN_FLIGHT"],
+			"NGINX_WORKER_CONNECTIONS": sc.settings["NGINX_WORKER_CONNECTIONS"],
+			"NGINX_MAX_IN_FLIGHT":      sc.settings["NGINX_MAX_IN_FLIGHT"],
 		}
 		nginxes = append(nginxes, runNginx(t, name, runDir, vars, nil, nginxUser))
 		urls[name] = fmt.Sprintf("http://127.0.0.1:%d", ports[name])
@@ -257,12 +415,13 @@ func testStack(t *testing.T, cat lab.Catalogue, sc stackCase) {
 		t.Fatalf("nginx's healthcheck before the app started: %v, want a failure naming the tcp listener", err)
 	}
 
-	app := startAs(t, sc.name, env, cred, sc.argv(t)...)
+	t.Logf("%s, as its image runs it: %q (stop: %v)", stack.Dir, sc.argv, sc.stop)
+	app := startAs(t, sc.name, env, cred, sc.argv...)
 	for name := range urls {
 		waitFor(t, name+"'s healthcheck (the app on both listeners)", func() error { return health(name) })
 	}
 
-	t.Run("socket permissions", func(t *testing.T) { checkSocket(t, socket, root, gid) })
+	t.Run("socket permissions", func(t *testing.T) { checkSocket(t, socket, sc.settings["APP_SOCKET_MODE"], root, gid) })
 
 	// Every path of the catalogue reaches the app, new connection or pooled
 	// as the path says and the stack allows.
@@ -409,12 +568,12 @@ func checkRoutes(t *testing.T, cat lab.Catalogue, stack lab.Stack, base string) 
 
 // checkSocket: the socket lets nginx's group in and nobody else, as the
 // lab's settings ask (APP_SOCKET_MODE, the app's user and nginx's group).
-func checkSocket(t *testing.T, socket string, root bool, gid int) {
+func checkSocket(t *testing.T, socket, socketMode string, root bool, gid int) {
 	st, err := os.Stat(socket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mode, _ := strconv.ParseUint(lab.Env(t)["APP_SOCKET_MODE"], 8, 32)
+	mode, _ := strconv.ParseUint(socketMode, 8, 32)
 	if got := st.Mode().Perm(); uint64(got) != mode || st.Mode()&os.ModeSocket == 0 {
 		t.Errorf("socket mode %v, want a socket with %#o (APP_SOCKET_MODE)", st.Mode(), mode)
 	}
@@ -450,20 +609,6 @@ func checkSocket(t *testing.T, socket string, root bool, gid int) {
 	if code := connect(65533, 65533); code != 7 {
 		t.Errorf("a user outside nginx's group reached the socket (curl exit %d, want 7)", code)
 	}
-}
-
-// readLabEnv reads stacks/<name>/lab.env: the lab's settings for that stack.
-func readLabEnv(t *testing.T, name string) map[string]string {
-	b, err := os.ReadFile(lab.Path(t, "stacks", name, "lab.env"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		k, v, _ := strings.Cut(line, "=")
-		out[k] = v
-	}
-	return out
 }
 
 // startAs starts a stack as cred (nil: this process's user) for the length of
@@ -591,13 +736,11 @@ func TestStacksRefuseBadSettings(t *testing.T) {
 				u := newAppUser(t, lab.ShortTempDir(t))
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				argv := sc.argv(t)
-				cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+				cmd := exec.CommandContext(ctx, sc.argv[0], sc.argv[1:]...)
 				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
-				cmd.Env = append(os.Environ(), fmt.Sprintf("APP_TCP_ADDR=127.0.0.1:%d", lab.FreePort(t)),
-					"APP_UNIX_SOCKET="+filepath.Join(u.sockDir, "app.sock"), "PYTHONDONTWRITEBYTECODE=1",
-					"PHP_FPM="+phpFPM(t), s.name+"="+s.value)
-				cmd.Env = append(cmd.Env, sc.env...)
+				// The bad setting last: it wins over the image's ENV.
+				cmd.Env = append(append(os.Environ(), sc.env...), fmt.Sprintf("APP_TCP_ADDR=127.0.0.1:%d", lab.FreePort(t)),
+					"APP_UNIX_SOCKET="+filepath.Join(u.sockDir, "app.sock"), s.name+"="+s.value)
 				out, err := cmd.CombinedOutput()
 				if _, serr := os.Stat(filepath.Join(u.sockDir, "app.sock")); serr == nil {
 					t.Errorf("%s=%s: the socket was created before the refusal", s.name, s.value)
@@ -613,10 +756,9 @@ func TestStacksRefuseBadSettings(t *testing.T) {
 			// The modes the rule keeps start the stack, the socket made with them.
 			for _, m := range rule.Keep {
 				u := newAppUser(t, lab.ShortTempDir(t))
-				env := append(os.Environ(), fmt.Sprintf("APP_TCP_ADDR=127.0.0.1:%d", lab.FreePort(t)),
-					"APP_UNIX_SOCKET="+filepath.Join(u.sockDir, "app.sock"), "APP_SOCKET_MODE="+m,
-					"PYTHONDONTWRITEBYTECODE=1", "PHP_FPM="+phpFPM(t))
-				app := startAs(t, sc.name, append(env, sc.env...), u.cred, sc.argv(t)...)
+				env := append(append(os.Environ(), sc.env...), fmt.Sprintf("APP_TCP_ADDR=127.0.0.1:%d", lab.FreePort(t)),
+					"APP_UNIX_SOCKET="+filepath.Join(u.sockDir, "app.sock"), "APP_SOCKET_MODE="+m)
+				app := startAs(t, sc.name, env, u.cred, sc.argv...)
 				want, _ := strconv.ParseUint(strings.TrimPrefix(m, "0o"), 8, 32)
 				waitFor(t, "the socket with mode "+m, func() error {
 					st, err := os.Stat(filepath.Join(u.sockDir, "app.sock"))

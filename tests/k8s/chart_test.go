@@ -37,7 +37,7 @@ type variant struct {
 var variants = []variant{
 	{"default", nil},
 	{"load", []string{"load.enabled=true", "load.testid=t1"}},
-	{"fastcgi-stack", []string{"app.protocol=fastcgi", "app.image=uds-lab/php-fpm:local", "app.livenessCommand=null",
+	{"fastcgi-stack", []string{"app.protocol=fastcgi", "app.image=uds-lab/php-fpm:local", "app.livenessCommand=null", "app.extraEnv.PHP_FPM_CHILDREN=8",
 		"load.enabled=true", "load.testid=php1", "load.scenario=ping\\,cpu", "load.seed=7"}},
 	{"pod-upstream", []string{"nginx.remoteUpstream=pod", "networkPolicies.prometheusReaders[0].podSelector.matchLabels.app=grafana"}},
 	{"pinned-node", []string{"pinning.guaranteed=true", "nodeUnderTest.labels.uds-lab/role=under-test",

@@ -1,10 +1,12 @@
 package static
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,7 +85,82 @@ func TestUpPullsBeforeItStartsAnything(t *testing.T) {
 	if !strings.Contains(pull, "pull --policy missing") || strings.Contains(pull, " up -d") {
 		t.Errorf("scripts/up.sh's pull does not pull what is missing, or starts something:\n%s", pull)
 	}
-	if !strings.Contains(s, `APP_IMAGE=$APP_IMAGE: not on this machine and cannot be pulled`) {
+	if !strings.Contains(s, `APP_IMAGE=$APP_IMAGE: not on this machine and cannot be pulled`) || !strings.Contains(s, "STACK=$STACK: its image") {
 		t.Errorf("scripts/up.sh does not name APP_IMAGE when its image cannot be had")
+	}
+}
+
+// upApp runs `scripts/up.sh app` (make contract's step: the app's settings and
+// image) with docker and compose played by a script that records its command
+// lines; it returns the exit status, stderr, the calls and the settings file.
+func upApp(t *testing.T, env ...string) (int, string, []string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	stub := filepath.Join(dir, "docker")
+	// docker image inspect finds only the stand-in images "standin/*".
+	script := "#!/bin/sh\necho \"docker $*\" >> " + calls + "\n" +
+		"case \"$1 $2 $3\" in \"image inspect standin/\"*) exit 0 ;; \"image inspect \"*) exit 1 ;; esac\n"
+	if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	upEnv := filepath.Join(dir, "lab", "up.env")
+	cmd := exec.Command("bash", lab.Path(t, "scripts", "up.sh"), "app")
+	cmd.Dir = lab.Root(t)
+	cmd.Env = append([]string{"PATH=" + dir + ":" + os.Getenv("PATH"), "HOME=" + dir, "COMPOSE=docker compose", "UP_ENV=" + upEnv}, env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	code := 0
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatal(err)
+		}
+		code = exit.ExitCode()
+	}
+	b, _ := os.ReadFile(calls)
+	written, _ := os.ReadFile(upEnv)
+	return code, stderr.String(), strings.Split(strings.TrimSpace(string(b)), "\n"), string(written)
+}
+
+// make up STACK=<name> takes the stack's settings from its stack.env (yours
+// win), builds its image from its folder on its pinned base, and records
+// what it started for make's later commands; an unknown stack is refused,
+// naming the setting.
+func TestUpStack(t *testing.T) {
+	s := lab.ReadStacks(t)["php-fpm"]
+	code, stderr, calls, written := upApp(t, "STACK=php-fpm", "PHP_FPM_CHILDREN=3")
+	if code != 0 {
+		t.Fatalf("up.sh app STACK=php-fpm: exit %d: %s", code, stderr)
+	}
+	build := "docker build -q --build-arg BASE_IMAGE=" + s.Env["STACK_BASE_IMAGE"] + " -t " + s.Settings["APP_IMAGE"] + " stacks/php-fpm"
+	if !slices.Contains(calls, build) {
+		t.Errorf("calls %q, want %q", calls, build)
+	}
+	for k, v := range s.Settings {
+		if k == "PHP_FPM_CHILDREN" {
+			v = "3" // yours
+		}
+		if !strings.Contains(written, "\n"+k+"="+v+"\n") {
+			t.Errorf("up.env lacks %s=%s:\n%s", k, v, written)
+		}
+	}
+	if !strings.Contains(written, "\nSTACK=php-fpm\n") {
+		t.Errorf("up.env does not name the stack:\n%s", written)
+	}
+	// Another image of yours (a stand-in): used as it is, not built.
+	code, stderr, calls, written = upApp(t, "STACK=php-fpm", "APP_IMAGE=standin/php:1")
+	if code != 0 || slices.ContainsFunc(calls, func(c string) bool { return strings.HasPrefix(c, "docker build") }) ||
+		!strings.Contains(written, "\nAPP_IMAGE=standin/php:1\n") {
+		t.Errorf("STACK=php-fpm APP_IMAGE=standin/php:1: exit %d (%s), calls %q, up.env:\n%s", code, stderr, calls, written)
+	}
+	// The lab's own app: no stack, no settings.
+	code, _, _, written = upApp(t)
+	if code != 0 || strings.Contains(written, "APP_IMAGE") || !strings.Contains(written, "\nSTACK=\n") {
+		t.Errorf("no STACK: exit %d, up.env:\n%s", code, written)
+	}
+	code, stderr, _, _ = upApp(t, "STACK=rails")
+	if code != 2 || !strings.Contains(stderr, `STACK="rails": no such stack (known: go`) {
+		t.Errorf("STACK=rails: exit %d, stderr %q; want 2 naming the setting and the stacks", code, stderr)
 	}
 }

@@ -4,20 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"uds-lab/tests/internal/lab"
 )
-
-// The .env setting that names each stack's base image (its Dockerfile's
-// ARG BASE_IMAGE default).
-var stackImages = map[string]string{
-	"php-fpm":  "PHP_FPM_IMAGE",
-	"gunicorn": "GUNICORN_PYTHON_IMAGE",
-	"node":     "NODE_IMAGE",
-}
 
 // A stack's base image: an official image at an exact version and variant,
 // e.g. php:8.4.24-fpm-bookworm.
@@ -33,7 +26,7 @@ func readLines(t *testing.T, path string) []string {
 	return strings.Split(string(b), "\n")
 }
 
-// dockerfileArgs returns a Dockerfile's ARG defaults (ARG NAME=value).
+// dockerfileArgs returns a Dockerfile's ARG lines: NAME and its default ("" for none).
 func dockerfileArgs(t *testing.T, path string) map[string]string {
 	args := map[string]string{}
 	for _, line := range readLines(t, path) {
@@ -45,68 +38,76 @@ func dockerfileArgs(t *testing.T, path string) map[string]string {
 	return args
 }
 
-// Each stack of stacks/ is a folder users copy: a Dockerfile on its official
-// image at the exact tag .env names, as the lab's user and nginx's group, a
-// README, and lab.env with the settings the lab needs for it.
+// The facts every stack.env gives (scripts/stack.sh, report/lab.py and
+// lab.ReadStacks read them); STACK_POOLS_WITH is the one a stack may leave out.
+var stackFacts = []string{"STACK_ABOUT", "STACK_LACKS", "STACK_POOLS", "STACK_BASE_IMAGE", "STACK_TEST_PACKAGES"}
+
+// Each stack of stacks/ is a folder users copy, and the lab's one place for
+// it: a Dockerfile whose base stack.env pins, as the lab's user and nginx's
+// group, a README, a stand-in recipe for the test bed, and stack.env with its
+// facts and the settings make up STACK=<name> applies.
 func TestStacksFolders(t *testing.T) {
 	env := lab.Env(t)
-	stacks := lab.ReadCatalogue(t).Stacks
-	if len(stacks) < 4 {
-		t.Fatalf("catalogue.json lists %d stacks, want the Go app and stacks/'s three", len(stacks))
+	stacks := lab.ReadStacks(t)
+	if len(stacks) < 3 {
+		t.Fatalf("stacks/ has %d folders with a stack.env, want PHP-FPM's, gunicorn's and Node's at least", len(stacks))
 	}
+	workloads := lab.ReadCatalogue(t).Workloads
 	for name, s := range stacks {
-		if name == "go" {
-			continue
-		}
 		t.Run(name, func(t *testing.T) {
 			dir := lab.Path(t, s.Dir)
-			for _, f := range []string{"Dockerfile", "README.md", "lab.env"} {
+			for _, f := range []string{"Dockerfile", "README.md", "stack.env", "standin.Dockerfile"} {
 				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 					t.Error(err)
 				}
 			}
+			for _, k := range stackFacts {
+				if s.Env[k] == "" {
+					t.Errorf("%s/stack.env: no %s", s.Dir, k)
+				}
+			}
+			for k := range s.Env {
+				if strings.HasPrefix(k, "STACK_") && !slices.Contains(stackFacts, k) && k != "STACK_POOLS_WITH" {
+					t.Errorf("%s/stack.env: %s is no fact the lab reads (%v, STACK_POOLS_WITH)", s.Dir, k, stackFacts)
+				}
+			}
+			if p := s.Env["STACK_POOLS"]; p != "true" && p != "false" {
+				t.Errorf("%s/stack.env: STACK_POOLS=%q, want true or false", s.Dir, p)
+			}
+			for k := range s.PoolsWith {
+				if _, ok := s.Settings[k]; !ok {
+					t.Errorf("%s/stack.env: STACK_POOLS_WITH names %s, not one of its settings", s.Dir, k)
+				}
+			}
+			for _, w := range s.Lacks {
+				if _, ok := workloads[w]; !ok {
+					t.Errorf("%s/stack.env: STACK_LACKS names %q, not a workload of catalogue.json", s.Dir, w)
+				}
+			}
 			args := dockerfileArgs(t, filepath.Join(dir, "Dockerfile"))
-			key := stackImages[name]
-			if key == "" || env[key] == "" {
-				t.Fatalf("no .env setting names %s's base image", name)
+			if base, ok := args["BASE_IMAGE"]; !ok || base != "" {
+				t.Errorf("%s/Dockerfile: ARG BASE_IMAGE=%q, want it without a default (stack.env pins it)", s.Dir, base)
 			}
-			if args["BASE_IMAGE"] != env[key] {
-				t.Errorf("%s/Dockerfile: ARG BASE_IMAGE=%s, .env %s=%s", s.Dir, args["BASE_IMAGE"], key, env[key])
-			}
-			if !exactVariantTag.MatchString(env[key]) {
-				t.Errorf(".env %s=%s: want an exact version and variant tag", key, env[key])
+			if b := s.Env["STACK_BASE_IMAGE"]; !exactVariantTag.MatchString(b) {
+				t.Errorf("%s/stack.env: STACK_BASE_IMAGE=%s: want an exact version and variant tag", s.Dir, b)
 			}
 			for _, k := range []string{"APP_UID", "APP_GID"} {
 				if args[k] != env[k] {
 					t.Errorf("%s/Dockerfile: ARG %s=%s, .env %s", s.Dir, k, args[k], env[k])
 				}
 			}
-			// lab.env: settings the lab knows (.env has each), the stack's image, its protocol.
-			settings := map[string]string{"APP_PROTOCOL": "http"}
-			for _, line := range readLines(t, filepath.Join(dir, "lab.env")) {
-				if line == "" {
-					continue
-				}
-				k, v, ok := strings.Cut(line, "=")
-				if _, known := env[k]; !ok || (!known && k != "APP_IMAGE") {
-					t.Errorf("%s/lab.env: %q is not a setting of .env", s.Dir, line)
-				}
-				settings[k] = v
+			if want := "uds-lab/stack-" + name + ":local"; s.Settings["APP_IMAGE"] != want {
+				t.Errorf("%s/stack.env: APP_IMAGE=%s, want %s", s.Dir, s.Settings["APP_IMAGE"], want)
 			}
-			if want := "uds-lab/stack-" + name + ":local"; settings["APP_IMAGE"] != want {
-				t.Errorf("%s/lab.env: APP_IMAGE=%s, want %s (the tag its README builds)", s.Dir, settings["APP_IMAGE"], want)
+			if p := s.Protocol; p != "http" && p != "fastcgi" {
+				t.Errorf("%s/stack.env: APP_PROTOCOL=%s, want http or fastcgi", s.Dir, p)
 			}
-			if settings["APP_PROTOCOL"] != s.Protocol {
-				t.Errorf("%s/lab.env: APP_PROTOCOL=%s, catalogue.json says %s", s.Dir, settings["APP_PROTOCOL"], s.Protocol)
-			}
-			if name == "php-fpm" {
-				checkFPMChildren(t, env, settings)
+			// nginx keeps idle pooled connections; a stack that gives each a
+			// process of its own needs more of them than nginx keeps.
+			if _, ok := s.Settings["PHP_FPM_CHILDREN"]; ok {
+				checkFPMChildren(t, env, s.Settings)
 			}
 		})
-	}
-	req := readLines(t, lab.Path(t, "stacks", "gunicorn", "requirements.txt"))
-	if want := "gunicorn==" + env["GUNICORN_VERSION"]; req[0] != want {
-		t.Errorf("stacks/gunicorn/requirements.txt pins %q, .env GUNICORN_VERSION wants %q", req[0], want)
 	}
 }
 
@@ -131,7 +132,7 @@ func checkFPMChildren(t *testing.T, env, settings map[string]string) {
 	}
 }
 
-// A stand-in (tests/e2e/standins/stack-<name>.Dockerfile) runs the stack's own
+// A stand-in (stacks/<name>/standin.Dockerfile) runs the stack's own
 // code and config as its Dockerfile does: the same files, user, settings,
 // ports, stop signal and command; only the base and the packages differ.
 func TestStackStandinsMatchStacks(t *testing.T) {
@@ -145,11 +146,8 @@ func TestStackStandinsMatchStacks(t *testing.T) {
 		}
 		return strings.Join(out, "\n")
 	}
-	for name, s := range lab.ReadCatalogue(t).Stacks {
-		if name == "go" {
-			continue
-		}
-		standin := lab.Path(t, "tests", "e2e", "standins", "stack-"+name+".Dockerfile")
+	for _, s := range lab.ReadStacks(t) {
+		standin := lab.Path(t, s.Dir, "standin.Dockerfile")
 		if got, want := pick(standin), pick(lab.Path(t, s.Dir, "Dockerfile")); got != want {
 			t.Errorf("%s runs otherwise than %s/Dockerfile:\n%s\nwant:\n%s", standin, s.Dir, got, want)
 		}

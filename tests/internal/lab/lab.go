@@ -236,7 +236,7 @@ type Catalogue struct {
 	Workloads map[string]struct {
 		Route string `json:"route"`
 	} `json:"workloads"`
-	Stacks    map[string]Stack `json:"-"` // the stacks (the "about" entry left out)
+	Stacks    map[string]Stack `json:"-"` // the lab's own app and each stacks/<name>/stack.env
 	Breakdown struct {
 		Terms []struct {
 			Key   string   `json:"key"`
@@ -246,12 +246,49 @@ type Catalogue struct {
 	Order []string `json:"-"` // the paths' names in the file's order
 }
 
-// Stack is one of the catalogue's apps: the lab's own and those of stacks/.
+// Stack is one of the apps the lab ships: its own (catalogue.json's "app")
+// and each reference stack, from its one file stacks/<name>/stack.env.
 type Stack struct {
-	Dir      string   `json:"dir"`      // its folder in the repository
-	Protocol string   `json:"protocol"` // APP_PROTOCOL: http or fastcgi
-	Lacks    []string `json:"lacks"`    // workloads whose routes it does not serve
-	Pools    bool     `json:"pools"`    // whether the -ka paths can reuse its connections
+	Dir       string            `json:"dir"`      // its folder in the repository
+	Protocol  string            `json:"protocol"` // APP_PROTOCOL: http or fastcgi
+	Lacks     []string          `json:"lacks"`    // workloads whose routes it does not serve
+	Pools     bool              `json:"pools"`    // whether the -ka paths can reuse its connections
+	PoolsWith map[string]string `json:"-"`        // a setting of its own under which they can after all
+	Settings  map[string]string `json:"-"`        // what make up STACK=<name> sets (every line but STACK_*)
+	Env       map[string]string `json:"-"`        // its stack.env, every line
+}
+
+// ReadStacks reads every stacks/<name>/stack.env (as scripts/stack.sh and
+// report/lab.py do): its STACK_* facts, and its settings.
+func ReadStacks(t testing.TB) map[string]Stack {
+	t.Helper()
+	files, err := filepath.Glob(Path(t, "stacks", "*", "stack.env"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no stacks/*/stack.env (%v)", err)
+	}
+	stacks := map[string]Stack{}
+	for _, f := range files {
+		name := filepath.Base(filepath.Dir(f))
+		env := EnvFile(t, f)
+		s := Stack{Dir: filepath.Join("stacks", name), Protocol: "http", Pools: env["STACK_POOLS"] == "true",
+			PoolsWith: map[string]string{}, Settings: map[string]string{}, Env: env}
+		if p := env["APP_PROTOCOL"]; p != "" {
+			s.Protocol = p
+		}
+		if l := env["STACK_LACKS"]; l != "" {
+			s.Lacks = strings.Split(l, ",")
+		}
+		if k, v, ok := strings.Cut(env["STACK_POOLS_WITH"], "="); ok {
+			s.PoolsWith[k] = v
+		}
+		for k, v := range env {
+			if !strings.HasPrefix(k, "STACK_") {
+				s.Settings[k] = v
+			}
+		}
+		stacks[name] = s
+	}
+	return stacks
 }
 
 // ReadCatalogue reads catalogue.json.
@@ -271,23 +308,17 @@ func ReadCatalogue(t testing.TB) Catalogue {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		t.Fatal(err)
 	}
-	var stacks struct {
-		Stacks map[string]json.RawMessage `json:"stacks"`
+	var app struct {
+		App struct {
+			Name string `json:"name"`
+			Stack
+		} `json:"app"`
 	}
-	if err := json.Unmarshal(b, &stacks); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(b, &app); err != nil {
+		t.Fatalf("catalogue.json: app: %v", err)
 	}
-	c.Stacks = map[string]Stack{}
-	for name, s := range stacks.Stacks {
-		if name == "about" {
-			continue
-		}
-		var st Stack
-		if err := json.Unmarshal(s, &st); err != nil {
-			t.Fatalf("catalogue.json: stack %s: %v", name, err)
-		}
-		c.Stacks[name] = st
-	}
+	c.Stacks = ReadStacks(t)
+	c.Stacks[app.App.Name] = app.App.Stack
 	dec := json.NewDecoder(bytes.NewReader(raw.Paths))
 	if _, err := dec.Token(); err != nil { // {
 		t.Fatal(err)

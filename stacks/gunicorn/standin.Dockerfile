@@ -1,16 +1,17 @@
-# Stands in for stacks/gunicorn on the official python:*-slim image with
-# requirements.txt's gunicorn: Debian's python3 3.11 and gunicorn 20.1 running
-# the stack's app.py and gunicorn.conf.py unchanged. Built with stacks/gunicorn
-# as the context; tests/static checks that it copies, sets and starts what the
-# stack's own Dockerfile does.
+# The test bed's stand-in for this stack (tests/e2e/standins.sh; the test bed
+# has no registry, so no python:*-slim image): Debian's packages of stack.env's
+# STACK_TEST_PACKAGES (PACKAGES) running the stack's own files unchanged, with
+# this folder as the context. tests/static checks that it copies, sets and
+# starts what the stack's own Dockerfile does.
 ARG BASE
 FROM ${BASE}
+ARG PACKAGES
 ARG APP_UID=10001
 ARG APP_GID=101
 # Copied as the stack's image has it (there pip installs from it).
 COPY requirements.txt /app/
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gunicorn python3-gunicorn \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $PACKAGES \
  && rm -rf /var/lib/apt/lists/* \
  && mkdir -p /sock \
  && chown ${APP_UID}:${APP_GID} /sock \

@@ -1,13 +1,15 @@
-# Stands in for stacks/node on the official node:*-slim image (NODE_IMAGE):
-# Debian's nodejs 18 running the stack's server.js unchanged. Built with
-# stacks/node as the context; tests/static checks that it copies, sets and
+# The test bed's stand-in for this stack (tests/e2e/standins.sh; the test bed
+# has no registry, so no node:*-slim image): Debian's packages of stack.env's
+# STACK_TEST_PACKAGES (PACKAGES) running the stack's own files unchanged, with
+# this folder as the context. tests/static checks that it copies, sets and
 # starts what the stack's own Dockerfile does.
 ARG BASE
 FROM ${BASE}
+ARG PACKAGES
 ARG APP_UID=10001
 ARG APP_GID=101
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $PACKAGES \
  && rm -rf /var/lib/apt/lists/* \
  && mkdir -p /sock \
  && chown ${APP_UID}:${APP_GID} /sock \

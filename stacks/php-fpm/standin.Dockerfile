@@ -1,15 +1,16 @@
-# Stands in for stacks/php-fpm on the official php:*-fpm image (PHP_FPM_IMAGE):
-# Debian's php-fpm 8.2 (OPcache on by default) running the stack's index.php,
-# php-fpm.conf and entrypoint.sh unchanged. Built with stacks/php-fpm as the
-# context; tests/static checks that it copies, sets and starts what the
-# stack's own Dockerfile does.
+# The test bed's stand-in for this stack (tests/e2e/standins.sh; the test bed
+# has no registry, so no php:*-fpm image): Debian's packages of stack.env's
+# STACK_TEST_PACKAGES (PACKAGES) running the stack's own files unchanged, with
+# this folder as the context. tests/static checks that it copies, sets and
+# starts what the stack's own Dockerfile does.
 ARG BASE
 FROM ${BASE}
+ARG PACKAGES
 ARG APP_UID=10001
 ARG APP_GID=101
 # entrypoint.sh runs php-fpm: the official image's name for Debian's php-fpm8.2.
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends php-fpm \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $PACKAGES \
  && rm -rf /var/lib/apt/lists/* \
  && ln -s "$(ls /usr/sbin/php-fpm[0-9]*)" /usr/local/sbin/php-fpm \
  && mkdir -p /sock \
