@@ -203,10 +203,10 @@ def answer(w, phases, settings, terms=None, unpooled=None, route=None):
         if d is None:
             return None
         if d["rounds"] < 2:
-            return (f"against {t['against']} ({pair}) differed by {d['mean']:,.0f} µs in its 1 round: "
+            return (f"differed by {d['mean']:,.0f} µs against {t['against']} ({pair}) in its 1 round: "
                     "no interval, no verdict (ROUNDS >= 2 gives one)")
         if not has_interval(d):
-            return (f"against {t['against']} ({pair}) differed by {d['mean']:,.0f} µs in each of its "
+            return (f"differed by {d['mean']:,.0f} µs against {t['against']} ({pair}) in each of its "
                     f"{no_interval(d)}: no interval, no verdict")
         ci = fmt_interval(d, "µs", 0)
         if lost_to_holm(d):
@@ -244,7 +244,27 @@ def answer(w, phases, settings, terms=None, unpooled=None, route=None):
     out += f" {method}; {judged}."
     if notes:
         out += " " + "; ".join(n[0].upper() + n[1:] for n in notes) + "."
-    return out
+    return out + slower_pooled_note(terms, chosen, unpooled)
+
+
+# Where the pooled socket measurably cost latency: what the test bed found
+# behind it (docs/results.md), labelled as that, with the run's own figure to read.
+SLOWER_POOLED = (" Where the pooled socket is slower at a fixed rate: on the test bed it was sleeps, not the data "
+                 "path (nginx and the app each slept in epoll_wait with their core going idle about 0.3-0.5 more "
+                 "times per request over the socket, and waking an idle virtual core is dear there; gone at 2,000 "
+                 "req/s, reversed flat out: docs/results.md, \"why the pooled socket is slower\"); this run's app "
+                 "context switches per request are in \"Where the time goes\".")
+
+
+def slower_pooled_note(terms, chosen, unpooled):
+    """SLOWER_POOLED where a pooled answer pair that did pool shows the socket
+    measurably slower; "" otherwise."""
+    for t in chosen:
+        d = terms[t["key"]]["figures"]["client_p50_ms"]
+        if (t["answer"] == "pooled" and not unpooled and d and d["rounds"] >= 2 and has_interval(d)
+                and measurable(d) and not lost_to_holm(d) and not judged_together(d) and d["mean"] < 0):
+            return SLOWER_POOLED
+    return ""
 
 
 def max_answer(w, phases, settings, unpooled=None, terms=None):

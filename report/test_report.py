@@ -741,7 +741,7 @@ def test_one_round_answer_gives_no_verdict():
     p50 = {k: v[:1] for k, v in EIGHT.items()}
     text = build(p50_run(p50, rounds=1))["workloads"]["ping"]["answer"]
     assert "no measurable difference" not in text and "over the rounds" not in text
-    assert "differed by 250 µs in its 1 round: no interval, no verdict" in text
+    assert "differed by 250 µs against" in text and "in its 1 round: no interval, no verdict" in text
 
 
 def test_answer_without_both_transports_says_so():
@@ -1327,3 +1327,13 @@ def test_a_precision_runs_answer_takes_its_spread_from_the_first_stage():
     d = rep["workloads"]["ping"]["breakdown"]["socket_new"]["figures"]["client_p50_ms"]
     assert d["first_stage"] == 3 and "Stein" in d["method"]
     assert "Stein's two-stage procedure: the first 3 rounds' spread set how many" in markdown.render_markdown(rep)
+
+
+def test_a_pooled_socket_measurably_slower_points_to_what_the_test_bed_found():
+    """The answer's pooled pair with the socket slower, by a clear margin in
+    every round: the answer says what was behind it on the test bed, labelled
+    as the test bed's, and where this run's switches are; not otherwise."""
+    slower = {**EIGHT, "tcp-lo-ka": [0.46, 0.45, 0.47], "uds-lo-ka": [0.56, 0.555, 0.57]}
+    text = build(p50_run(slower, rate=500))["workloads"]["ping"]["answer"]
+    assert "the socket cost 102 µs" in text and "Where the pooled socket is slower at a fixed rate: on the test bed" in text
+    assert "Where the pooled socket" not in build(p50_run(EIGHT, rate=500))["workloads"]["ping"]["answer"]
