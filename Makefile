@@ -77,7 +77,8 @@ define lab_is_up
 		*) echo "make: the lab is not up ($$s is not running): make up first" >&2; exit 2 ;; esac; done
 endef
 
-# The plan, the generator and, with PRECISION, its later batches: loadgen/run.sh.
+# The plan, the generator and, with PRECISION, its later batches: loadgen/run.sh
+# starts what the run's program, loadgen/drive.py, names.
 # k6 and wrk's runner say how long the plan runs before it starts, and which
 # phase it is in as each one starts (both from loadgen/plan.py).
 run_plan = rc=0; COMPOSE="$(COMPOSE)" TESTID=$(TESTID) MODE=$(1) GENERATOR=$(2) PRECISION="$(call env,PRECISION)" \

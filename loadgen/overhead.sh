@@ -96,7 +96,7 @@ measure() {
   # latency need no background to subtract).
   TESTID=$id ROUNDS=1 IDLE=0 "${COMPOSE[@]}" --profile load run --rm --no-deps --user "$user" wrk >"$dir/wrk.log"
   mv "results/$id/load.json" "$dir/max.json"
-  # k6 runs the plan plan.py writes (as make load does), in the wrk image.
+  # k6 runs the plan plan.py writes (make load: loadgen/drive.py writes it), here in the wrk image.
   TESTID=$id ROUNDS=1 IDLE=0 MODE=rate GENERATOR=k6 "${COMPOSE[@]}" --profile load run --rm --no-deps --user "$user" \
     --entrypoint python3 wrk /lab/loadgen/plan.py
   TESTID=$id "${COMPOSE[@]}" --profile load run --rm --no-deps --user "$user" \

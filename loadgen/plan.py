@@ -1,8 +1,8 @@
 """The run plan, the one definition of it: which phases a run has, in which
 order, named how, and what a run says of its length and progress. k6 and wrk
-run the same plan: the wrk runner builds it here in-process; for k6 `make load`
-and `make max` first run this file (`python3 plan.py`, in the wrk image), which
-writes results/<TESTID>/plan.json, and loadgen/load.js reads it.
+run the same plan: the wrk runner builds it here in-process; for k6 the run's
+program (loadgen/drive.py) writes it to results/<TESTID>/plan.json, and
+loadgen/load.js reads it.
 
 First an idle phase (IDLE seconds, no requests, skipped when IDLE=0): the
 report measures the host's background there (its context switches per
@@ -21,12 +21,12 @@ alike, the baseline included. SEED is recorded in the plan, so a run's order
 can be repeated.
 
 PRECISION (a percentage) asks for more rounds until every comparison of the
-answer is known to within it (loadgen/run.sh runs the batches, report/precision.py
+answer is known to within it (loadgen/drive.py runs the batches, report/precision.py
 judges them), up to MAX_ROUNDS. A batch after the first is planned here too,
 from FIRST_ROUND on: the same order sequence continued, no idle phase, no
 warm-up (the lab is warm: a batch follows the last one after a few seconds).
 
-MODE=sweep (make sweep) plans one step at a time (SWEEP_STEP, loadgen/run.sh
+MODE=sweep (make sweep) plans one step at a time (SWEEP_STEP, loadgen/drive.py
 runs them in turn): every path still in the sweep at the step's rate (k6), or
 flat out at its connections (SWEEP=connections, wrk), SWEEP_ROUNDS rounds in a
 counterbalanced order; the run's idle and warm-up phases in its first step
@@ -280,7 +280,7 @@ def sweep_settings(env, s, catalogue):
     """make sweep's settings into s: what it steps (SWEEP: rate, at fixed
     arrival rates with k6; connections, flat out at rising connections in
     flight), the steps' levels, the step this plan is for (SWEEP_STEP;
-    loadgen/run.sh runs them in turn) and its level, and the rounds per step
+    loadgen/drive.py runs them in turn) and its level, and the rounds per step
     (SWEEP_ROUNDS: a sweep is many runs, so fewer than ROUNDS)."""
     s["sweep"] = one_of(env, "SWEEP", FROM_ENV, SWEEPS)
     if s["sweep"] not in catalogue["generators"][s["generator"]]["sweeps"]:

@@ -104,7 +104,7 @@ def test_k6_writes_a_load_json_of_the_schemas_shape(k6, tmp_path, local_catalogu
 
 def test_k6_writes_a_later_batchs_load_beside_its_plan(k6, tmp_path, local_catalogue):
     """A PRECISION run's batch from round 3: plan-r3.json in, load-r3.json out
-    (loadgen/run.sh merges it), load.json untouched."""
+    (loadgen/drive.py merges it), load.json untouched."""
     catalogue, _ = local_catalogue
     env = {"RESULTS": str(tmp_path), "TESTID": "k2", "SEED": "4", "CATALOGUE": str(catalogue), "PATHS": "uds",
            "INTERLEAVE": "0",

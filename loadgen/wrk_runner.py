@@ -129,7 +129,7 @@ def run(env, phase_runner):
         "thresholds_failed": ["http_req_failed"] if requests and failed / requests >= 0.01 else [],
     }
     # load.json, or load-r<N>.json for a later batch of a PRECISION run, load-s<N>.json
-    # for a sweep's later step (loadgen/run.sh merges them).
+    # for a sweep's later step (loadgen/drive.py merges them).
     name = runplan.file_names(doc["first_round"], s.get("step", 1))[1]
     path = Path(runplan.setting(env, "RESULTS", str(ROOT / "results"))) / testid / name
     path.parent.mkdir(parents=True, exist_ok=True)

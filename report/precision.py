@@ -1,17 +1,13 @@
 """PRECISION: whether a run knows the answer's comparisons to within a target
-yet, and how many more rounds it needs if not. loadgen/run.sh calls it between
-batches (in the report's image, which has scipy):
-
-    python3 -m report.precision --run <testid> --results results
-
-It first merges any later batch (load-r<N>.json) into load.json, then judges
-the figures the answer compares, from the generator's own statistics (no
+yet, and how many more rounds it needs if not. loadgen/drive.py, the run's
+program, calls check() between batches. It first merges any later batch
+(load-r<N>.json) into load.json, then judges the figures the answer compares, from the generator's own statistics (no
 Prometheus): the client median at a fixed rate, requests/s flat out. Each
 comparison's 95% interval must reach +/-PRECISION% of its first path's figure
 (a difference: its half-width against that path's mean; a ratio: its
 half-width on the log scale). It writes the outcome into load.json
-("precision", for the report) and prints one line per comparison, then
-`next <first round> <rounds> <seed>` or `done`.
+("precision", for the report) and says one line per comparison, and the
+next batch's settings or that the run is done.
 
 Stein's two-stage procedure: the first batch (ROUNDS) is the first stage;
 its spread alone sets how many rounds the run needs in all, and after the
@@ -21,10 +17,8 @@ came out small: their intervals were too narrow (92% coverage, 8% false
 differences). The answer's intervals in such a run are Stein's
 (report/stats.py's stein: the mean over every round, the spread of the first
 stage), which keep 95%. report/test_precision.py holds it to that."""
-import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
 from report.lab import TERMS
@@ -118,7 +112,8 @@ def merge(run_dir, kind="r"):
 
 
 def check(run_dir):
-    """Merge, judge, record; returns the lines to print, the last `next F N SEED` or `done`."""
+    """Merge, judge, record: (the lines to print, the next batch's settings or
+    None when the run is done)."""
     before = json.loads((run_dir / "load.json").read_text()).get("precision")
     load = merge(run_dir)
     s = load["settings"]
@@ -137,31 +132,6 @@ def check(run_dir):
     if not comps:
         lines.append("  no comparison of the answer in PATHS: nothing to make precise")
     if more:
-        lines.append(f"next {s['rounds'] + 1} {more} {s['seed']}")
-    else:
-        lines.append("met" if met else f"not met: stopped at MAX_ROUNDS={s['max_rounds']}" if comps else "not met")
-        lines.append("done")
-    return lines
-
-
-def between_batches(argv, judge, name, doc):
-    """The command loadgen/run.sh calls between a run's batches (this one's
-    check, or a sweep's): judge(run folder) gives the lines to print."""
-    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    ap.add_argument("--run", required=True)
-    ap.add_argument("--results", default="results")
-    args = ap.parse_args(argv)
-    run_dir = Path(args.results) / args.run
-    if not (run_dir / "load.json").is_file():
-        print(f"{name}: {run_dir / 'load.json'} not found", file=sys.stderr)
-        return 2
-    print("\n".join(judge(run_dir)), flush=True)
-    return 0
-
-
-def main(argv=None):
-    return between_batches(argv, check, "precision", __doc__)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        return lines, {"FIRST_ROUND": s["rounds"] + 1, "ROUNDS": more, "SEED": s["seed"]}
+    lines.append("met" if met else f"not met: stopped at MAX_ROUNDS={s['max_rounds']}" if comps else "not met")
+    return lines, None

@@ -1,13 +1,10 @@
 """make sweep: latency against load, every path at rising fixed rates.
 
-loadgen/run.sh runs the sweep a step at a time (plan.py's SWEEP_STEP, k6 at
-the step's rate) and calls this between steps, in the report's image:
-
-    python3 -m report.sweep --run <testid> --results results
-
-It merges the step just run (load-s<N>.json) into load.json, judges each of
-its paths, and prints one line per path, then `next <step> <paths>` or
-`done`. A path fails a step when more than MAX_ERRORS of its requests failed
+loadgen/drive.py, the run's program, runs the sweep a step at a time
+(plan.py's SWEEP_STEP, k6 at the step's rate) and calls check() between
+steps: it merges the step just run (load-s<N>.json) into load.json, judges
+each of its paths, and says one line per path, and the next step's settings
+or that the sweep is done. A path fails a step when more than MAX_ERRORS of its requests failed
 (the 95% Clopper-Pearson interval of the step's failed share wholly above
 it) or it held less than MIN_HELD of the rate (the 95% t-interval of its
 requests/s over the step's rounds wholly below it); with no interval (one
@@ -27,7 +24,6 @@ where the step has none), each path's knee and how it failed past it, and a char
 of latency against achieved load. A step whose generator used 90% or more of
 its CPU limit is k6's, not the path's: said, and left out of the knee."""
 import math
-import sys
 from pathlib import Path
 from statistics import NormalDist
 
@@ -37,7 +33,7 @@ from report.breakdown import HANDLING, lost_to_holm
 from report.interleaved import MIX, block_diff
 from report.interleaved import blocks as mix_blocks
 from report.lab import PATH_COLOURS, TERMS
-from report.precision import between_batches, merge
+from report.precision import merge
 from report.stats import ALPHA, CONFIDENCE, diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, t_interval
 from report.warnings import MAX_GENERATOR_CPU_SHARE, MIN_RATE_SHARE, warning
 
@@ -238,11 +234,11 @@ def decide(load):
 
 
 def check(run_dir):
-    """Merge the last step, judge it; the lines to print, the last one
-    `next <step> <paths>` or `done`."""
+    """Merge the last step, judge it: (the lines to print, the next step's
+    settings or None when the sweep is done)."""
     load = merge(run_dir, "s")
     lines, nxt, going = decide(load)
-    return lines + ([f"next {nxt} {','.join(going)}"] if nxt else ["done"])
+    return lines, ({"SWEEP_STEP": nxt, "PATHS": ",".join(going)} if nxt else None)
 
 
 def knee(path, by_step):
@@ -559,11 +555,3 @@ def write_chart(rep, out_dir):
     fig.savefig(Path(out_dir) / fname, dpi=100)
     plt.close(fig)
     return [{"workload": w, "file": fname, "title": title}]
-
-
-def main(argv=None):
-    return between_batches(argv, check, "sweep", __doc__)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

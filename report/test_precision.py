@@ -78,16 +78,16 @@ def test_a_batch_joins_load_json_in_time_and_in_count(tmp_path):
 
 def test_check_records_the_outcome_and_says_what_comes_next(tmp_path):
     (tmp_path / "load.json").write_text(json.dumps(load_doc(1_000_000, 3)))
-    lines = check(tmp_path)
+    lines, nxt = check(tmp_path)
     # +/-1% of tcp-lo's median is out of reach in 3 rounds: the rest, up to MAX_ROUNDS=6, with the run's SEED.
-    assert lines[0] == "precision after 3 rounds (target +/-1%):" and lines[-1] == "next 4 3 5"
+    assert lines[0] == "precision after 3 rounds (target +/-1%):" and nxt == {"FIRST_ROUND": 4, "ROUNDS": 3, "SEED": 5}
     assert lines[1].startswith("  ping: uds-lo against tcp-lo: +/-")
     load = json.loads((tmp_path / "load.json").read_text())
     jsonschema.validate(load, SCHEMA)
     assert load["precision"]["met"] is False and load["precision"]["rounds"] == 3
     (tmp_path / "load-r4.json").write_text(json.dumps(load_doc(1_100_000, 3, first=4)))
-    lines = check(tmp_path)
-    assert lines[-2:] == ["not met: stopped at MAX_ROUNDS=6", "done"]
+    lines, nxt = check(tmp_path)
+    assert lines[-1] == "not met: stopped at MAX_ROUNDS=6" and nxt is None
     assert json.loads((tmp_path / "load.json").read_text())["precision"]["rounds"] == 6
 
 
@@ -102,7 +102,7 @@ MAX = 16
 
 
 def two_stage(rng, effect, n0=4, target=0.08, max_rounds=MAX):
-    """One simulated PRECISION run as loadgen/run.sh drives it: the first
+    """One simulated PRECISION run as loadgen/drive.py drives it: the first
     batch, a look (decide), the batch it asks for, a second look that must
     stop; the answer's interval as the report gives it (Stein's)."""
     a, b = paired_rounds(rng, n0, effect)

@@ -79,8 +79,8 @@ def test_check_merges_each_step_into_load_json(tmp_path):
     more["start_ms"] += 30_000
     (run / "load-s2.json").write_text(json.dumps(more))
     (run / "plan-s2.json").write_text("{}")
-    lines = sweep.check(run)
-    assert lines[-1] == "next 3 uds-lo" and sorted(p.name for p in run.iterdir()) == ["load.json"]
+    _, nxt = sweep.check(run)
+    assert nxt == {"SWEEP_STEP": 3, "PATHS": "uds-lo"} and sorted(p.name for p in run.iterdir()) == ["load.json"]
     merged = json.loads((run / "load.json").read_text())
     assert [(p["step"], p["start_offset_s"]) for p in merged["phases"]] == [(1, 0), (1, 0), (2, 30), (2, 30)]
     assert merged["settings"]["rounds"] == 3  # a step's rounds are not added to the run's

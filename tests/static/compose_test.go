@@ -115,6 +115,7 @@ func TestComposeHealthAndOrder(t *testing.T) {
 		"oha":             "runs the plan once and exits",
 		"contract":        "runs once per step and exits",
 		"report":          "runs once and exits",
+		"drive":           "runs once per step of a run and exits",
 		"prometheus-auth": "writes Prometheus's web config and exits",
 	}
 	for name, s := range p.Services {
