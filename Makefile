@@ -162,7 +162,7 @@ logs: ## Follow the lab's logs
 GO_SERVICES := services/app services/nginx-log-exporter services/prometheus-auth services/floor contract/checker contract/minimal-app
 
 .PHONY: deps
-deps: ## Install the test tools that are missing (nginx, envsubst, wrk, promtool, the linters, helm, kubeconform, kube-score; k6 when its test first runs)
+deps: ## Install the test tools that are missing (nginx, envsubst, wrk, promtool, the linters, helm, kubeconform, kube-score, kube-apiserver and etcd; k6 when its test first runs)
 	scripts/test-deps.sh
 
 .PHONY: check
@@ -172,7 +172,7 @@ check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, d
 	cd tests && go test -count=1 ./static/...
 
 .PHONY: test
-test: check $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Python, make doctor), the Helm chart's offline checks, a short fuzz, nginx + app integration
+test: check $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Python, make doctor), the Helm chart's offline checks and its install on a real kube-apiserver, a short fuzz, nginx + app integration
 	for m in $(GO_SERVICES); do (cd $$m && go test -count=1 -race ./...); done
 	$(MAKE) fuzz
 	$(VENV)/bin/python -m pytest -q report loadgen contract

@@ -11,6 +11,8 @@
 #                                      kubeconform and kube-score from the Go module proxy,
 #                                      kubeconform's schemas generated from Kubernetes' own
 #                                      OpenAPI spec
+#   k8s-server                         the chart installed on a real kube-apiserver and
+#                                      etcd (tests/k8s), both built from the Go module proxy
 #   docker debootstrap compose         the Docker test bed (make e2e)
 #   prometheus node-exporter k6 oha    binaries for its stand-in images (printed paths);
 #                                      k6 and oha also for loadgen's tests
@@ -138,8 +140,44 @@ k8s_schemas() {
   rm -rf "$out" && mv "$tmp/schemas" "$out" && rm -rf "$tmp"
 }
 
+# kube_build NAME PKG: a Kubernetes command at K8S_VERSION from the k8s.io/kubernetes
+# module. Its go.mod points the staging modules (k8s.io/api, client-go, ...) at
+# ./staging, which the module's zip lacks: they are pointed at their published
+# versions instead (v0.<minor>.<patch>, as Kubernetes tags them), and the two
+# sample modules, which no command needs and the proxy does not have, dropped.
+kube_build() {
+  local name=$1 pkg=$2 out=$BIN/$1-$K8S_VERSION
+  [ -x "$out" ] && { echo "$out"; return; }
+  log "building $name $K8S_VERSION from the k8s.io/kubernetes module (cached at $out; first time takes 10-20 minutes)"
+  local dir tmp staging=v0.${K8S_VERSION#v1.}
+  dir=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
+  tmp=$(mktemp -d)
+  cp -R "$dir/." "$tmp" && chmod -R u+w "$tmp"
+  sed -i -E -e '/k8s\.io\/sample-/d' \
+    -e "s#^([[:space:]]+)(k8s\.io/[a-z0-9-]+) => \./staging/src/k8s\.io/[a-z0-9-]+\$#\1\2 => \2 $staging#" "$tmp/go.mod"
+  (cd "$tmp" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath \
+    -ldflags "-X k8s.io/component-base/version.gitVersion=$K8S_VERSION" -o "$out.tmp" "$pkg") >&2
+  rm -rf "$tmp"
+  mv "$out.tmp" "$out"
+  echo "$out"
+}
+
+# etcd_build: etcd from tests/k8s/etcd, a main of ours on etcd's server module
+# at the version its go.mod pins (go install refuses etcd's own module).
+etcd_build() {
+  local version out
+  version=$(sed -n 's/^require go.etcd.io\/etcd\/server\/v3 \(v[0-9.]*\)$/\1/p' tests/k8s/etcd/go.mod)
+  [ -n "$version" ] || { log "tests/k8s/etcd/go.mod requires no go.etcd.io/etcd/server/v3 version"; exit 1; }
+  out=$BIN/etcd-$version
+  [ -x "$out" ] && { echo "$out"; return; }
+  log "building etcd $version (tests/k8s/etcd; cached at $out)"
+  (cd tests/k8s/etcd && GOWORK=off CGO_ENABLED=0 go build -trimpath -o "$out.tmp" .) >&2
+  mv "$out.tmp" "$out"
+  echo "$out"
+}
+
 want=("$@")
-[ ${#want[@]} -gt 0 ] || want=(apt promtool grafana-schema lint k8s)
+[ ${#want[@]} -gt 0 ] || want=(apt promtool grafana-schema lint k8s k8s-server)
 for w in "${want[@]}"; do
   case $w in
     apt)
@@ -177,6 +215,9 @@ for w in "${want[@]}"; do
       ln -sf "$(go_build kubeconform "github.com/yannh/kubeconform@$KUBECONFORM_VERSION" ./cmd/kubeconform)" "$BIN/kubeconform"
       ln -sf "$(go_build kube-score "github.com/zegl/kube-score@$KUBE_SCORE_VERSION" ./cmd/kube-score)" "$BIN/kube-score"
       k8s_schemas ;;
+    k8s-server)
+      ln -sf "$(kube_build kube-apiserver ./cmd/kube-apiserver)" "$BIN/kube-apiserver"
+      ln -sf "$(etcd_build)" "$BIN/etcd" ;;
     grafana-schema) # Grafana's dashboard types and TypeScript, at package-lock.json's versions
       apt_install npm npm
       lock=grafana/schema/package-lock.json stamp=grafana/schema/node_modules/.lock

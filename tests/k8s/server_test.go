@@ -1,0 +1,254 @@
+package k8s
+
+// The chart on a real kube-apiserver and etcd (the second stage of
+// docs/kubernetes.md): what no offline check can know, the server's own
+// validation, admission and defaulting of every object, RBAC's check that
+// whoever grants a Role holds what it grants, and the chart's lookup of its
+// own Secret on an upgrade. Each variant is installed with helm for real.
+// There is no kubelet or controller here, so no pod runs: that is the next
+// stage. Both servers listen on 127.0.0.1 only, on ports picked free.
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"uds-lab/tests/internal/lab"
+)
+
+type apiServer struct {
+	url, token, kubeconfig string
+	client                 *http.Client
+}
+
+// start runs bin with args in the background, its output in dir/<name>.log,
+// stopped when the test ends; the log's tail is what a failure shows.
+func start(t *testing.T, dir, name, bin string, args ...string) string {
+	t.Helper()
+	log := filepath.Join(dir, name+".log")
+	f, err := os.Create(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		f.Close()
+	})
+	return log
+}
+
+func logTail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+// waitFor polls ok until it is true or the time is up.
+func waitFor(t *testing.T, what, log string, limit time.Duration, ok func() bool) {
+	t.Helper()
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		if ok() {
+			return
+		}
+	}
+	t.Fatalf("%s not ready after %v; its log ends:\n%s", what, limit, logTail(log))
+}
+
+func writePEM(t *testing.T, path, kind string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startAPIServer starts etcd and kube-apiserver (scripts/test-deps.sh
+// k8s-server builds both) and returns the server with an admin's token.
+func startAPIServer(t *testing.T) *apiServer {
+	t.Helper()
+	dir := lab.ShortTempDir(t)
+	local := func(port int) string { return fmt.Sprintf("http://127.0.0.1:%d", port) }
+	client, peer, secure := lab.FreePort(t), lab.FreePort(t), lab.FreePort(t)
+	etcdLog := start(t, dir, "etcd", lab.Tool(t, "etcd"), "--name", "lab", "--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", local(client), "--advertise-client-urls", local(client),
+		"--listen-peer-urls", local(peer), "--initial-advertise-peer-urls", local(peer),
+		"--initial-cluster", "lab="+local(peer), "--log-level", "warn")
+	waitFor(t, "etcd", etcdLog, 30*time.Second, func() bool {
+		r, err := http.Get(local(client) + "/health")
+		if err == nil {
+			r.Body.Close()
+		}
+		return err == nil && r.StatusCode == http.StatusOK
+	})
+
+	// The service accounts' signing key, and a token of system:masters for helm.
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, _ := x509.MarshalPKCS8PrivateKey(key)
+	pub, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	writePEM(t, filepath.Join(dir, "sa.key"), "PRIVATE KEY", priv)
+	writePEM(t, filepath.Join(dir, "sa.pub"), "PUBLIC KEY", pub)
+	raw := make([]byte, 24)
+	_, _ = rand.Read(raw)
+	s := &apiServer{url: fmt.Sprintf("https://127.0.0.1:%d", secure), token: hex.EncodeToString(raw)}
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(s.token+`,uds-lab-test,uds-lab-test,"system:masters"`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	apiLog := start(t, dir, "kube-apiserver", lab.Tool(t, "kube-apiserver"),
+		"--etcd-servers", local(client), "--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(secure),
+		"--cert-dir", filepath.Join(dir, "certs"), "--token-auth-file", tokens, "--authorization-mode", "RBAC",
+		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", filepath.Join(dir, "sa.pub"),
+		"--service-account-signing-key-file", filepath.Join(dir, "sa.key"), "--service-cluster-ip-range", "10.96.0.0/16",
+		// No Endpoints for the kubernetes Service: nothing here dials it.
+		"--endpoint-reconciler-type", "none")
+	// Its certificate is self-signed, made at start in --cert-dir.
+	s.client = &http.Client{Timeout: 10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a test's own server
+	waitFor(t, "kube-apiserver", apiLog, 3*time.Minute, func() bool {
+		code, _ := s.get("/readyz")
+		return code == http.StatusOK
+	})
+	s.kubeconfig = filepath.Join(dir, "kubeconfig")
+	config := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: lab, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: admin, user: {token: %q}}]
+contexts: [{name: lab, context: {cluster: lab, user: admin}}]
+current-context: lab
+`, s.url, s.token)
+	if err := os.WriteFile(s.kubeconfig, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (s *apiServer) get(path string) (int, []byte) {
+	req, _ := http.NewRequest(http.MethodGet, s.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	r, err := s.client.Do(req)
+	if err != nil {
+		return 0, nil
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return r.StatusCode, b
+}
+
+// password is the Prometheus login the chart keeps in its Secret.
+func (s *apiServer) password(t *testing.T, ns string) string {
+	t.Helper()
+	code, body := s.get("/api/v1/namespaces/" + ns + "/secrets/" + release + "-prometheus-auth")
+	if code != http.StatusOK {
+		t.Fatalf("the chart's Secret in %s: HTTP %d: %s", ns, code, body)
+	}
+	var secret struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := json.Unmarshal(body, &secret); err != nil {
+		t.Fatal(err)
+	}
+	p, err := base64.StdEncoding.DecodeString(secret.Data["password"])
+	if err != nil || len(p) == 0 {
+		t.Fatalf("the chart's Secret has no password (%v): %v", err, secret.Data)
+	}
+	return string(p)
+}
+
+func TestChartOnARealAPIServer(t *testing.T) {
+	s := startAPIServer(t)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			ns := "lab-" + v.name
+			args := append([]string{"install", release, chartDir(t), "--namespace", ns, "--create-namespace",
+				"--kubeconfig", s.kubeconfig}, setArgs(v.sets)...)
+			if out, err := helm(t, args...); err != nil {
+				t.Fatalf("helm install %v: the server refused it: %v\n%s", v.sets, err, out)
+			}
+			// Every object the chart rendered is on the server, in its namespace.
+			m := parse(t, render(t, v.sets))
+			for _, o := range m {
+				code, body := s.get(objectPath(ns, o))
+				if code != http.StatusOK {
+					t.Errorf("%s %s: HTTP %d after the install: %.200s", o.Kind, o.Metadata.Name, code, body)
+				}
+			}
+		})
+	}
+	// The server's own rules reach further than the OpenAPI schemas
+	// kubeconform checks: a container port's name of more than 15 characters
+	// passes every offline check and is refused here, so this stage must
+	// stay a real server's.
+	t.Run("refuses what only the server knows", func(t *testing.T) {
+		chart := filepath.Join(t.TempDir(), "uds-lab")
+		if out, err := exec.Command("cp", "-RL", chartDir(t), chart).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v: %s", err, out)
+		}
+		app := filepath.Join(chart, "templates", "app.yaml")
+		b, err := os.ReadFile(app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const port = "            - name: app-http\n"
+		if !strings.Contains(string(b), port) {
+			t.Fatalf("%s names no port app-http: update this test", app)
+		}
+		if err := os.WriteFile(app, []byte(strings.Replace(string(b), port, "            - name: app-http-listener\n", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err = helm(t, "install", release, chart, "--namespace", "lab-refused", "--create-namespace", "--kubeconfig", s.kubeconfig)
+		if err == nil || !strings.Contains(err.Error(), "must be no more than 15 characters") {
+			t.Fatalf("a port named app-http-listener: want the server's refusal, got %v", err)
+		}
+	})
+	t.Run("upgrade keeps the password", func(t *testing.T) {
+		ns := "lab-upgrade"
+		if out, err := helm(t, "install", release, chartDir(t), "--namespace", ns, "--create-namespace", "--kubeconfig", s.kubeconfig); err != nil {
+			t.Fatalf("helm install: %v\n%s", err, out)
+		}
+		before := s.password(t, ns)
+		if out, err := helm(t, "upgrade", release, chartDir(t), "--namespace", ns, "--kubeconfig", s.kubeconfig,
+			"--set", "load.enabled=true", "--set", "load.testid=u1"); err != nil {
+			t.Fatalf("helm upgrade: %v\n%s", err, out)
+		}
+		if after := s.password(t, ns); after != before {
+			t.Errorf("the upgrade made a new Prometheus password: readers that hold the old one are locked out")
+		}
+	})
+}
+
+// objectPath is the API path of a namespaced object the chart renders.
+func objectPath(ns string, o *Object) string {
+	group := map[string]string{"v1": "/api/v1"}[o.APIVersion]
+	if group == "" {
+		group = "/apis/" + o.APIVersion
+	}
+	plural := strings.ToLower(o.Kind) + "s"
+	if strings.HasSuffix(plural, "ys") {
+		plural = strings.TrimSuffix(plural, "ys") + "ies"
+	}
+	return fmt.Sprintf("%s/namespaces/%s/%s/%s", group, ns, plural, o.Metadata.Name)
+}
