@@ -127,6 +127,31 @@ def breakdown(phases, workload, figures=TERM_FIGURES, mixed=None, flat=False, fi
     return out
 
 
+def back_to_back(load, workload):
+    """The pairs of paths (frozensets) that ran back to back in every measured
+    round of one path at a time (plan.py runs the answer's pairs so, each path
+    once a round); any other comparison over rounds pairs phases further
+    apart, up to a round."""
+    rounds = {}
+    for p in load.get("phases") or []:
+        if p["workload"] == workload and p.get("round", 0) > 0 and p["path"] != interleaved.MIX:
+            rounds.setdefault(p["round"], []).append(p)
+    pairs = None
+    for ps in rounds.values():
+        order = [p["path"] for p in sorted(ps, key=lambda p: p["start_offset_s"])]
+        here = {frozenset(order[i:i + 2]) for i in range(len(order) - 1)}
+        pairs = here if pairs is None else pairs & here
+    return pairs or set()
+
+
+def mark_apart(terms, pairs):
+    """Each term: whether its rounds pair back-to-back phases (its two paths,
+    and the two it takes away, where it does)."""
+    for t in terms.values():
+        both = [frozenset((t["minuend"], t["subtrahend"]))] + ([frozenset(t["less"])] if t.get("less") else [])
+        t["back_to_back"] = all(p in pairs for p in both)
+
+
 def lost_to_holm(d):
     """A difference whose own interval excludes zero but that Holm's correction
     over the answer's comparisons does not call measurable."""

@@ -2,7 +2,7 @@
 which puts every part together into what report.json holds."""
 from datetime import datetime, timezone
 
-from report.breakdown import answer, breakdown, figures_for, not_pooled, pooled_words
+from report.breakdown import answer, back_to_back, breakdown, figures_for, mark_apart, not_pooled, pooled_words
 from report import interleaved
 from report.direct import rejudge, straight_to_the_app
 from report.queries import idle_baseline, phase_figures_with, server_cores, server_queries
@@ -129,6 +129,9 @@ def build_report(load, compose, query, prometheus_url=None):
     for w, wl in workloads.items():
         wl["breakdown"] = breakdown(phases, w, figures_for(settings), interleaved.mixed_phase(load, w), is_max(settings),
                                     (load.get("precision") or {}).get("first_stage_rounds"))
+        pairs = back_to_back(load, w)
+        mark_apart(wl["breakdown"], pairs)
+        wl["back_to_back_with_tcp"] = sorted(p for p in wl["paths"] if p != "tcp" and frozenset((p, "tcp")) in pairs)
     # The client straight to the app (make max GENERATOR=oha with the direct paths).
     direct = straight_to_the_app(phases, workloads) if is_max(settings) else {}
     # Every comparison the report judges, beyond the answer's own Holm: Benjamini-Hochberg across the report.

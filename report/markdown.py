@@ -139,6 +139,15 @@ def interleaved_table(mix):
     return lines + [""]
 
 
+def tcp_pairs_words(paths):
+    """Which paths ran back to back with tcp; the others' rounds pair phases up to a round apart."""
+    if paths is None:
+        return ""
+    named = ", ".join(f"`{p}`" for p in paths) if paths else "no path"
+    return (f"Back to back with tcp in every round: {named}; every other path's round pairs with tcp's "
+            f"further apart, up to a round, so the machine's swings between them are in its ratio's interval.")
+
+
 def workload_section(w, wl, charts, settings=None, cores=None):
     settings = settings or {}
     lines = [f"## Workload `{w}`", ""]
@@ -169,7 +178,8 @@ def workload_section(w, wl, charts, settings=None, cores=None):
     else:
         lines += [
             "Ratio to tcp, computed per round (path's round r / tcp's round r), then their geometric mean and "
-            f"({CONFIDENCE:.0%} interval, a t-interval on the log ratios over rounds). Below 1: less than tcp.",
+            f"({CONFIDENCE:.0%} interval, a t-interval on the log ratios over rounds). Below 1: less than tcp. "
+            + tcp_pairs_words(wl.get("back_to_back_with_tcp")),
             "",
             "| path | req/s ratio | p50 ratio (95% CI) | p99 ratio | app CPU ratio | app ctx switches ratio | "
             f"nginx CPU ratio | host ctx switches ratio | verdict ({METRICS[headline(settings)[0]][0]}) |",
@@ -194,6 +204,20 @@ def workload_section(w, wl, charts, settings=None, cores=None):
     return lines
 
 
+def apart_line(terms, figures):
+    """The terms whose figures over rounds pair phases further apart than back
+    to back (up to a round), named, since the machine's swings between the two
+    phases are in those cells; nothing where every term ran in pairs."""
+    over_rounds = [f for f, *_ in figures if f != "client_p50_ms"] or [f for f, *_ in figures]
+    apart = [t["label"] for t in terms.values() if t.get("back_to_back") is False
+             and any((t["figures"].get(f) or {}).get("blocks") is None and t["figures"].get(f) for f in over_rounds)]
+    if not apart:
+        return []
+    return [f"Back to back in every round: the answer's pairs (each pair's two phases in a row, which first "
+            f"alternating). The rounds of these terms pair phases further apart, up to a round, so the machine's "
+            f"swings between the two are in their cells: {'; '.join(apart)}.", ""]
+
+
 def breakdown_table(terms, settings=None):
     """Where the time goes: each term's difference, per figure, in its unit."""
     if not terms:
@@ -209,6 +233,7 @@ def breakdown_table(terms, settings=None):
         + (" Flat out, a path's latency is mostly its queue at the limit, not a cost: the terms are in CPU and "
            "context switches per request only." if is_max(settings or {}) else ""),
         "",
+    ] + apart_line(terms, figures) + [
         "| term | paths | " + " | ".join(f"{label} ({unit})" if unit else label for _, label, _, unit in figures) + " |",
         "| --- | --- |" + " --- |" * len(figures),
     ]

@@ -29,15 +29,17 @@ START_MS = 1_763_820_000_000
 
 
 def make_k6(paths=("tcp", "uds", "tcp-ka", "uds-ka"), rounds=3, rate=100, duration=10, warmup=5,
-            workloads=("ping",), client=None, idle=10, interleave=None, block=1, **phase_extra):
+            workloads=("ping",), client=None, idle=10, interleave=None, block=1, paired=False, **phase_extra):
     """A load.json as loadgen/load.js writes it, on plan.py's plan. client(path,
     round) -> dict overriding a phase's fields (path "mix": the interleaved
-    stream, planned where interleave gives its seconds)."""
+    stream, planned where interleave gives its seconds). paired: the rounds in
+    plan.py's pairs, back to back, as make load runs them."""
     client = client or (lambda path, r: {})
     settings = {"workloads": list(workloads), "paths": list(paths), "mode": "rate", "generator": "k6", "rate": rate,
                 "connections": 64, "duration": duration, "rounds": rounds, "warmup": warmup, "idle": idle, "seed": 1,
                 "cpu_iterations": 10000, "sleep_ms": 10, "endpoint": "/ping",
-                **({"interleave": interleave, "block": block} if interleave else {})}
+                **({"interleave": interleave, "block": block} if interleave else {}),
+                **({"pairs": runplan.pair_units(paths, CATALOGUE)} if paired else {})}
     phases = runplan.plan(settings, runplan.routes(CATALOGUE["workloads"], settings))
     for ph in phases:
         ph.update({
@@ -1337,3 +1339,19 @@ def test_a_pooled_socket_measurably_slower_points_to_what_the_test_bed_found():
     text = build(p50_run(slower, rate=500))["workloads"]["ping"]["answer"]
     assert "the socket cost 102 µs" in text and "Where the pooled socket is slower at a fixed rate: on the test bed" in text
     assert "Where the pooled socket" not in build(p50_run(EIGHT, rate=500))["workloads"]["ping"]["answer"]
+
+
+def test_comparisons_whose_rounds_were_not_back_to_back_are_named():
+    """plan.py runs the answer's pairs back to back, each path once a round:
+    a term across two pairs (a connection's setup, tcp against tcp-ka) pairs
+    phases up to a round apart, and the report says which."""
+    rep = build(make_k6(rounds=4, paired=True))
+    wl = rep["workloads"]["ping"]
+    by_paths = {(t["minuend"], t["subtrahend"]): t for t in wl["breakdown"].values()}
+    assert by_paths[("tcp", "uds")]["back_to_back"] is True
+    assert by_paths[("tcp", "tcp-ka")]["back_to_back"] is False
+    assert wl["back_to_back_with_tcp"] == ["uds"]
+    md = markdown.render_markdown(rep)
+    assert "Back to back with tcp in every round: `uds`; every other path's round pairs with tcp's further apart" in md
+    named = next(line for line in md.splitlines() if line.startswith("Back to back in every round: the answer's pairs"))
+    assert by_paths[("tcp", "tcp-ka")]["label"] in named and by_paths[("tcp", "uds")]["label"] not in named
