@@ -100,6 +100,15 @@ def probe_top(run_dir, probe_id):
     return top
 
 
+def judged(state, env, run_dir, lines, nxt):
+    """After a judge: done, or the next batch or step (its settings, nxt) planned."""
+    if nxt is None:
+        return lines, "done 0"
+    state["settings"].update(nxt)
+    more, act = generate(state, env, run_dir)
+    return lines + more, act
+
+
 def after_sweep_step(state, env, run_dir, rc):
     """Judge the step just run (past a path's limit k6's thresholds fail, as
     expected: the judge says what that means); the next step or done."""
@@ -109,12 +118,7 @@ def after_sweep_step(state, env, run_dir, rc):
         if step == 1:
             raise RunFailed(None, rc or 1)  # the generator said why
         raise RunFailed(f"make sweep: step {step} wrote no figures (above: why); the sweep stops there", 1)
-    lines, nxt = sweep.check(run_dir)
-    if nxt is None:
-        return lines, "done 0"
-    state["settings"].update(nxt)
-    more, act = generate(state, env, run_dir)
-    return lines + more, act
+    return judged(state, env, run_dir, *sweep.check(run_dir))
 
 
 def after_batch(state, env, run_dir, rc):
@@ -124,12 +128,7 @@ def after_batch(state, env, run_dir, rc):
         if batch and any(run_dir.glob("load-r*.json")):
             return precision.check(run_dir)[0], f"done {rc}"
         return [], f"done {rc}"
-    lines, nxt = precision.check(run_dir)
-    if nxt is None:
-        return lines, "done 0"
-    state["settings"].update(nxt)
-    more, act = generate(state, env, run_dir)
-    return lines + more, act
+    return judged(state, env, run_dir, *precision.check(run_dir))
 
 
 def advance(state, env, run_dir, rc):
