@@ -102,20 +102,9 @@ def judged(workloads, direct):
         yield from (b["ratio"] for b in d["beside"])
 
 
-def build_report(load, compose, query, prometheus_url=None):
-    """Everything report.json holds, from the inputs and a query function."""
-    settings = load.get("settings") or {}
-    machine = machine_info(query)  # first query: a Prometheus that does not answer stops here
-    gen = generator(settings)
-    comp = compose_info(compose, gen, ran(load, query))
-    baseline = idle_baseline(load, query)
-    cores = server_cores(comp["limits"])
-    phases = phase_figures_with(load, query, baseline, cores)
-    workloads = aggregate(phases, settings)
-    app = (compose or {}).get("services", {}).get("app") or {}
-    stack = stack_of((app.get("labels") or {}).get("uds-lab.stack"), comp["images"].get("app"))
-    app_env = app.get("environment")
-    closer = stack if stack and not pools(stack, lambda name: env_value(app_env, name)) else None
+def add_breakdowns(load, phases, workloads, settings):
+    """Each workload's interleaved stream (its table) and breakdown (its terms,
+    which of them ran back to back); the stream's warnings."""
     warnings = []
     for w in settings.get("workloads") or []:
         mixed = interleaved.mixed_phase(load, w)
@@ -132,23 +121,12 @@ def build_report(load, compose, query, prometheus_url=None):
         pairs = back_to_back(load, w)
         mark_apart(wl["breakdown"], pairs)
         wl["back_to_back_with_tcp"] = sorted(p for p in wl["paths"] if p != "tcp" and frozenset((p, "tcp")) in pairs)
-    # The client straight to the app (make max GENERATOR=oha with the direct paths).
-    direct = straight_to_the_app(phases, workloads) if is_max(settings) else {}
-    # Every comparison the report judges, beyond the answer's own Holm: Benjamini-Hochberg across the report.
-    fdr(judged(workloads, direct))
-    rejudge(direct)
-    for w, wl in workloads.items():
-        for path, e in wl["paths"].items():
-            if e["ratio_to_tcp"] is not None:
-                e["verdict"] = verdict(path, e["ratio_to_tcp"][headline(settings)[0]])
-        wl["not_pooled"] = not_pooled(phases, w, closer)
-        mixed = interleaved.mixed_phase(load, w)
-        wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"])
-        if wl["not_pooled"]:
-            words = pooled_words(wl["not_pooled"]).removeprefix("on the ")
-            warnings.append(warning("not_pooled", f"`{w}`: the {words}: their comparisons are of new connections, "
-                                    "not of pooling", [], workload=w))
-    generator_cpus = number(comp["limits"][gen]["cpus"])
+    return warnings
+
+
+def run_warnings(load, phases, workloads, settings, gen, generator_cpus):
+    """The run's warnings beyond its streams' and its pooling's."""
+    warnings = []
     if load.get("start_ms") is None:
         warnings.append(warning("no_start_time", "load.json has no start_ms: Prometheus figures cannot be placed in time", [p["name"] for p in phases]))
     short = [p["name"] for p in phases if (p["window"] and p["window"]["end_s"] - p["window"]["start_s"] < MIN_PHASE_S)]
@@ -169,6 +147,41 @@ def build_report(load, compose, query, prometheus_url=None):
     warnings += phase_warnings(phases, None if is_max(settings) else settings.get("rate"), generator_cpus, gen)
     warnings += ratio_warnings(workloads, settings)
     warnings += figure_warnings(phases)
+    return warnings
+
+
+def build_report(load, compose, query, prometheus_url=None):
+    """Everything report.json holds, from the inputs and a query function."""
+    settings = load.get("settings") or {}
+    machine = machine_info(query)  # first query: a Prometheus that does not answer stops here
+    gen = generator(settings)
+    comp = compose_info(compose, gen, ran(load, query))
+    baseline = idle_baseline(load, query)
+    cores = server_cores(comp["limits"])
+    phases = phase_figures_with(load, query, baseline, cores)
+    workloads = aggregate(phases, settings)
+    app = (compose or {}).get("services", {}).get("app") or {}
+    stack = stack_of((app.get("labels") or {}).get("uds-lab.stack"), comp["images"].get("app"))
+    app_env = app.get("environment")
+    closer = stack if stack and not pools(stack, lambda name: env_value(app_env, name)) else None
+    warnings = add_breakdowns(load, phases, workloads, settings)
+    # The client straight to the app (make max GENERATOR=oha with the direct paths).
+    direct = straight_to_the_app(phases, workloads) if is_max(settings) else {}
+    # Every comparison the report judges, beyond the answer's own Holm: Benjamini-Hochberg across the report.
+    fdr(judged(workloads, direct))
+    rejudge(direct)
+    for w, wl in workloads.items():
+        for path, e in wl["paths"].items():
+            if e["ratio_to_tcp"] is not None:
+                e["verdict"] = verdict(path, e["ratio_to_tcp"][headline(settings)[0]])
+        wl["not_pooled"] = not_pooled(phases, w, closer)
+        mixed = interleaved.mixed_phase(load, w)
+        wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"])
+        if wl["not_pooled"]:
+            words = pooled_words(wl["not_pooled"]).removeprefix("on the ")
+            warnings.append(warning("not_pooled", f"`{w}`: the {words}: their comparisons are of new connections, "
+                                    "not of pooling", [], workload=w))
+    warnings += run_warnings(load, phases, workloads, settings, gen, number(comp["limits"][gen]["cpus"]))
     templates = server_queries("<path>", 0, 0.0)
     return {
         "testid": load.get("testid"),
