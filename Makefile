@@ -156,6 +156,18 @@ ps: ## Show the lab's containers and their health
 logs: ## Follow the lab's logs
 	$(COMPOSE) logs -f --tail=100
 
+##@ Kubernetes (docs/kubernetes.md)
+
+.PHONY: k8s-up k8s-load k8s-report
+k8s-up: ## Install or upgrade the lab on kubectl's current cluster and wait until ready (K8S_NAMESPACE, K8S_VALUES=<file>, K8S_SET="key=value ...")
+	scripts/k8s.sh up
+
+k8s-load: ## A run on the cluster: the k6 Job of K8S_PODS pods, each its execution segment; writes results/<run>/load.json, cluster.json (K8S_SET="load.rate=200 ...")
+	scripts/k8s.sh load
+
+k8s-report: $(VENV)/.installed ## The report of the last cluster run (RUN=<id> for another), through a port-forward to the cluster's Prometheus
+	PYTHON=$(VENV)/bin/python scripts/k8s.sh report
+
 ##@ Development
 
 # The Go modules (each its own image).

@@ -267,7 +267,9 @@ def breakdown_targets():
     the time range, in seconds, less the difference of two more where a term
     says so (a term whose paths did not run has no value)."""
     out = []
-    for t in CATALOGUE["breakdown"]["terms"]:
+    # The dashboards are compose's: a Kubernetes stand-in term (instead_of) has
+    # nothing to stand in for there.
+    for t in (t for t in CATALOGUE["breakdown"]["terms"] if not t.get("instead_of")):
         (a, b), less = t["paths"], t.get("less")
         expr = f"{p50_of(a)} - {p50_of(b)}"
         if less:

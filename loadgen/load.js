@@ -26,11 +26,11 @@ const MAX_VUS = 300;
 // k6 computes per-phase statistics only for metrics named in a threshold: the
 // "max>=0" ones always pass and exist to get them; the others fail a broken run.
 const thresholds = { http_req_failed: ['rate<0.01'] };
-// A sweep counts what says how a path fails past its limit: nginx's 502, 503
-// and 504, no response at all (status 0), and of those k6's error codes for a
-// refused connection (1212), a reset (1220), a request (1050) or a connect
-// (1211) timed out.
-const FAILING = MODE === 'sweep'
+// A sweep and a max run count what says how a path fails past its limit:
+// nginx's 502, 503 and 504, no response at all (status 0), and of those k6's
+// error codes for a refused connection (1212), a reset (1220), a request
+// (1050) or a connect (1211) timed out.
+const FAILING = MODE === 'sweep' || MODE === 'max'
   ? [['502', 'status:502'], ['503', 'status:503'], ['504', 'status:504'], ['0', 'status:0'],
     ['refused', 'error_code:1212'], ['reset', 'error_code:1220'], ['timeout', 'error_code:1050'],
     ['connect_timeout', 'error_code:1211']]

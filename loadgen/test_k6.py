@@ -93,7 +93,9 @@ def test_k6_writes_a_load_json_of_the_schemas_shape(k6, tmp_path, local_catalogu
     assert doc["phases"][0]["progress"] in res.stderr
     load = json.loads((tmp_path / "k1" / "load.json").read_text())
     jsonschema.validate(load, json.loads(runplan.SCHEMA.read_text()))
-    stats = ("requests", "failed_rate", "dropped_iterations", "duration_ms")
+    stats = ("requests", "failed_rate", "dropped_iterations", "duration_ms", "statuses")
+    # A max run, like a sweep, counts how a path fails (the backlog scenario's 502s).
+    assert all(("statuses" in p) == (mode == "max") for p in load["phases"])
     planned = [{k: v for k, v in p.items() if k not in ("url", "progress")} for p in doc["phases"]]
     assert [{k: v for k, v in p.items() if k not in stats} for p in load["phases"]] == planned
     (ph,) = load["phases"]

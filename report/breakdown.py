@@ -3,7 +3,7 @@ figure minus another's round by round (less two more, for a difference in
 differences), and the answer in plain words: the terms the catalogue marks
 `answer`, judged together (Holm), with the controls beside them."""
 from report import interleaved
-from report.lab import CATALOGUE, TERMS
+from report.lab import CATALOGUE, TERMS, stood_in_for
 from report.stats import (diff_stats, fmt_interval, has_interval, holm, judge, lost_to, measurable, no_interval,
                           ratio_stats, significant, stein)
 from report.values import generator, is_max
@@ -105,9 +105,12 @@ def breakdown(phases, workload, figures=TERM_FIGURES, mixed=None, flat=False, fi
     rounds = by_round(phases, workload)
     blocks = interleaved.blocks(mixed) if mixed else None
     out = {}
+    def measured(p):
+        return p in rounds or bool(blocks and p in blocks)
+
     for t in TERMS:
         paths = [*t["paths"], *(t.get("less") or [])]
-        if all(p in rounds or blocks and p in blocks for p in paths):
+        if all(measured(p) for p in paths) and not stood_in_for(t, measured):
             out[t["key"]] = {"label": t["label"], "minuend": t["paths"][0], "subtrahend": t["paths"][1],
                              "less": t.get("less"), "control": bool(t.get("control")), "figures": {
                 f: (interleaved.block_diff(blocks, *t["paths"], t.get("less"), scale, mixed["block_s"])

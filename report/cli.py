@@ -103,12 +103,15 @@ def run(run_id, prometheus_url, results_dir, query=None, rate=None):
     if load["settings"]["mode"] == "sweep":
         return run_sweep(run_dir, load, prometheus_url, query, rate)
     compose = read_json(run_dir / "compose.json", required=False)
+    # A Kubernetes run (scripts/k8s.sh): where it ran, in place of compose.json.
+    cluster = read_json(run_dir / "cluster.json", required=False)
     query = query or prometheus_client(prometheus_url)
     rep = build_report(load, compose, query, prometheus_url)
+    rep["cluster"], rep["segments"] = cluster, load.get("segments")
     floor = floor_report.newest(results_dir)
     rep["floor"] = floor_report.beside_paths(floor and floor_report.build(floor), rep["workloads"], rep["phases"],
                                              rep["settings"])
-    if compose is None:
+    if compose is None and cluster is None:
         rep["warnings"].insert(0, warning("no_compose", f"{run_dir / 'compose.json'} not found: images and limits unknown", []))
     rep["charts"] = write_charts(rep, run_dir)
     (run_dir / "report.json").write_text(json.dumps(rep, indent=1, ensure_ascii=False) + "\n")

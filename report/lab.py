@@ -17,6 +17,13 @@ BASELINE = CATALOGUE["baseline"]["path"]
 # The breakdown's terms (catalogue.json): which the answer uses, which are controls.
 TERMS = CATALOGUE["breakdown"]["terms"]
 
+
+def stood_in_for(term, measured):
+    """Whether a term is left out because the one it stands in for (instead_of)
+    has its paths in the run (measured: a path -> bool)."""
+    other = next((t for t in TERMS if t["key"] == term.get("instead_of")), None)
+    return other is not None and all(measured(p) for p in other["paths"])
+
 # The app's series (Prometheus job "app").
 APP = 'job="app"'
 # The app's requests that are load, not the lab's own scrapes and healthchecks.

@@ -45,15 +45,17 @@ def errors_cell(entry, gen="k6"):
 
 def machine_block(rep):
     m, c, s = rep["machine"], rep["compose"], rep["settings"]
-    lim = c["limits"]
+    gen = generator(s)
+    prometheus = f"- Prometheus {m['prometheus_version'] or 'n/a'}" + (f" at {rep['prometheus']}" if rep.get("prometheus") else "")
+    if rep.get("cluster"):
+        return [prometheus] + cluster_lines(rep["cluster"], rep.get("segments")) + settings_lines(rep, s, gen)
     lines = [
         f"- Host: {m['sysname'] or 'n/a'} {m['release'] or ''} {m['machine'] or ''} (node {m['nodename'] or 'n/a'}), "
         f"{m['cores'] if m['cores'] is not None else 'n/a'} cores, {fmt_bytes(m['memory_bytes'])} memory",
-        f"- Prometheus {m['prometheus_version'] or 'n/a'}" + (f" at {rep['prometheus']}" if rep.get("prometheus") else ""),
+        prometheus,
     ]
-    gen = generator(s)
     for name in ("app", "nginx", gen):
-        l = lim[name]
+        l = c["limits"][name]
         extra = f", worker_processes {l['worker_processes']}" if name == "nginx" else ""
         lines.append(
             f"- {name}: cpus {l['cpus'] if l['cpus'] is not None else 'n/a'}, cpuset {l['cpuset'] or 'any'}, "
@@ -65,11 +67,41 @@ def machine_block(rep):
         "not tracked (APP_LO_NOTRACK=1: no conntrack entry per new TCP connection, as in a pod)"
         if c.get("lo_notrack") == "1" else "tracked, as Docker sets it up (its embedded DNS's NAT rules; "
         "APP_LO_NOTRACK=1 turns it off)"))
+    return lines + settings_lines(rep, s, gen)
+
+
+def settings_lines(rep, s, gen):
+    """The generator's settings and the idle baseline."""
+    lines = []
     pace = ("connections",) if is_max(s) else ("rate",)
     keys = ("mode", "workloads", "paths") + pace + ("duration", "rounds", "warmup", "idle", "endpoint", "cpu_iterations", "sleep_ms")
     shown = ", ".join(f"{k}={','.join(map(str, s[k])) if isinstance(s.get(k), list) else s.get(k)}" for k in keys if k in s)
     lines.append(f"- Load generator {gen}: {shown}; gap between phases {rep.get('gap_s')} s")
     lines.append(f"- {idle_line(rep.get('idle_baseline') or {})}")
+    return lines
+
+
+def cluster_lines(k, segments):
+    """Where a Kubernetes run took place (scripts/k8s.sh's cluster.json), in place of compose's limits."""
+    lines = [
+        f"- Where: Kubernetes {k.get('kubelet') or 'n/a'}, node `{k.get('node') or 'n/a'}` ({k.get('os') or 'n/a'}, "
+        f"kernel {k.get('kernel') or 'n/a'}, {k.get('runtime') or 'n/a'}, {k.get('cores') or 'n/a'} cores), network "
+        f"plugin: {k.get('network_plugin') or 'not named (K8S_NETWORK_PLUGIN)'}; `tcp` and `tcp-ka` cross the pod "
+        "network, not a Docker bridge",
+        "- Images: " + (", ".join(f"{n} `{i}`" for n, i in sorted((k.get("images") or {}).items())) or "n/a"),
+    ]
+    n = k.get("lo_conntrack_entries")
+    lines.append("- Loopback in the app's pod: " + (
+        "not measured (the sidecar could not read its network namespace's conntrack count)" if n is None else
+        f"not tracked (0 conntrack entries in its network namespace after the run, as in a pod without a mesh)"
+        if n == 0 else f"tracked ({n} conntrack entries in its network namespace after the run: a mesh's or "
+        "the node's rules turn conntrack on there)"))
+    if segments:
+        lines.append(
+            f"- k6 ran as {segments['pods']} pods, each its execution segment of one plan (requests "
+            f"{', '.join(map(str, segments['requests']))}; starts {segments['start_spread_ms']} ms apart): counts are "
+            "sums, and a merged quantile, a block's median too, is the request-weighted mean of the pods' own, not "
+            "the quantile of their pooled requests")
     return lines
 
 
@@ -353,7 +385,12 @@ def render_markdown(rep):
         "namespace, over loopback; `uds*` use the Unix socket. The answer compares paths through the same nginx "
         "(`tcp-lo` with `uds-lo`, `tcp` with `uds`); the bridge is `tcp` minus `tcp-lo` less `uds` minus `uds-lo` "
         "(the two nginx instances' own difference), and the controls (`uds` against `uds-lo`) say how much the two "
-        "instances differ.",
+        "instances differ." if not rep.get("cluster") else
+        "- Where the time goes (Kubernetes): `tcp` and `tcp-ka` come from the nginx in its own pod across the pod "
+        "network (and, with the chart's default `nginx.remoteUpstream=service`, the Service's NAT); `tcp-lo` and "
+        "`tcp-lo-ka` from the nginx sidecar in the app's pod over the pod's loopback; `uds-lo*` from the same sidecar "
+        "over the socket in the pod's shared folder. The socket does not leave its pod, so there is no `uds` path "
+        "and no control of the two nginx: `uds-lo` against `tcp` compares two nginx as well as two transports.",
         "- nginx CPU per request needs cAdvisor, the host's context switches node-exporter (the app's come from the app); `make up` leaves them out where "
         "they cannot run (`make doctor` says why). A figure that is n/a in every round says why in its cell; the "
         "warnings list the rest. Where a collector samples less often than a phase is long (cAdvisor: every 5-10 s), "

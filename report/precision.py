@@ -21,7 +21,7 @@ import json
 import math
 from pathlib import Path
 
-from report.lab import TERMS
+from report.lab import TERMS, stood_in_for
 from report.stats import diff_stats, ratio_stats, stein
 
 # The least rounds a later batch adds: one round more moves a t-interval little.
@@ -50,7 +50,7 @@ def comparisons(load, first=None):
     for w, by_path in rounds.items():
         for t in TERMS:
             a, b = t["paths"]
-            if not t.get("answer") or a not in by_path or b not in by_path:
+            if not t.get("answer") or a not in by_path or b not in by_path or stood_in_for(t, by_path.__contains__):
                 continue
             if mode == "max":
                 d = stein(ratio_stats(by_path[b], by_path[a]), first)

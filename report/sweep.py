@@ -32,7 +32,7 @@ from scipy import stats as sps
 from report.breakdown import HANDLING, lost_to_holm
 from report.interleaved import MIX, block_diff
 from report.interleaved import blocks as mix_blocks
-from report.lab import PATH_COLOURS, TERMS
+from report.lab import PATH_COLOURS, TERMS, stood_in_for
 from report.precision import merge
 from report.stats import ALPHA, CONFIDENCE, diff_stats, fmt_interval, holm, judge, measurable, ratio_stats, t_interval
 from report.warnings import MAX_GENERATOR_CPU_SHARE, MIN_RATE_SHARE, warning
@@ -290,7 +290,8 @@ def savings(load):
     for step in sorted(set(out) | set(mixed)):
         stream = mixed.get(step)
         by_path = mix_blocks(stream) if stream else out[step]
-        chosen = [t for t in TERMS if t.get("answer") and all(x in by_path for x in t["paths"])]
+        chosen = [t for t in TERMS if t.get("answer") and all(x in by_path for x in t["paths"])
+                  and not stood_in_for(t, by_path.__contains__)]
         if flat:
             figs = [ratio_stats(by_path[t["paths"][1]], by_path[t["paths"][0]]) for t in chosen]
         elif stream:

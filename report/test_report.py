@@ -590,6 +590,37 @@ def test_end_to_end(tmp_path, prometheus):
     assert len(rep["charts"]) == 3  # latency, cost, where the time goes
 
 
+CLUSTER = {"node": "n1", "kubelet": "v1.37.2", "kernel": "6.1.0", "os": "Debian GNU/Linux 12 (bookworm)",
+           "runtime": "containerd://2.4.2", "cores": "2", "network_plugin": None, "lo_conntrack_entries": 0,
+           "images": {"app": "uds-lab/app:local", "nginx": "nginx:1.30.4", "k6": "grafana/k6:1.8.1"}}
+
+
+@pytest.mark.parametrize("entries, says", [
+    (0, "Loopback in the app's pod: not tracked (0 conntrack entries"),
+    (412, "Loopback in the app's pod: tracked (412 conntrack entries"),
+    (None, "Loopback in the app's pod: not measured"),
+])
+def test_a_kubernetes_run_says_where_it_ran_and_how_its_pods_merged(tmp_path, prometheus, entries, says):
+    """scripts/k8s.sh's cluster.json in place of compose.json, and a run of
+    two k6 pods (loadgen/merge_segments.py's "segments"): the report names the
+    node, the pod network, loopback's tracking, and how quantiles were merged."""
+    k6, url = prometheus
+    run_dir = tmp_path / "t1"
+    run_dir.mkdir()
+    (run_dir / "load.json").write_text(json.dumps({**k6, "segments": {"pods": 2, "requests": [10, 11],
+                                                                      "start_spread_ms": 40}}))
+    (run_dir / "cluster.json").write_text(json.dumps({**CLUSTER, "lo_conntrack_entries": entries}))
+    res = run_script("--run", "t1", "--prometheus", url, "--results", str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    md = (run_dir / "report.md").read_text()
+    assert "- Where: Kubernetes v1.37.2, node `n1`" in md and "cross the pod network, not a Docker bridge" in md
+    assert says in md
+    assert "k6 ran as 2 pods" in md and "request-weighted mean of the pods' own" in md
+    assert "Images: app `uds-lab/app:local`, k6 `grafana/k6:1.8.1`, nginx `nginx:1.30.4`" in md
+    assert "Where the time goes (Kubernetes)" in md and "Docker bridge (veth" not in md
+    assert "tracked, as Docker sets it up" not in md and "no_compose" not in res.stdout
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -653,6 +684,20 @@ SIX = ("tcp", "uds", "tcp-ka", "uds-ka", "tcp-lo", "tcp-lo-ka", "uds-lo")
 def p50_run(p50, **kw):
     """A run of the catalogue's paths whose client p50 per path and round (ms) is p50[path][round - 1]."""
     return make_k6(paths=tuple(p50), client=lambda p, r: {"duration_ms": {"p50": p50[p][r - 1]}} if r else {}, **kw)
+
+
+def test_the_socket_across_the_network_stands_in_only_where_there_is_no_uds_path():
+    """catalogue.json's socket_podnet_* terms (uds-lo against tcp, two nginx) are
+    the answer's comparison across the network only in a run without uds (a
+    Kubernetes run); with uds, the same-nginx pair is, and they are left out."""
+    p50 = {"tcp": [1.00, 1.10, 1.05], "tcp-ka": [0.60, 0.62, 0.61], "tcp-lo": [0.80, 0.85, 0.82],
+           "tcp-lo-ka": [0.50, 0.52, 0.50], "uds-lo": [0.56, 0.57, 0.55], "uds-lo-ka": [0.45, 0.47, 0.46]}
+    on_k8s = build(p50_run(p50))["workloads"]["ping"]
+    assert {"socket_podnet_new", "socket_podnet_pooled"} <= set(on_k8s["breakdown"])
+    assert "`uds-lo` against `tcp`" in on_k8s["answer"] and "TCP across the network, from the other nginx" in on_k8s["answer"]
+    with_uds = build(p50_run({**p50, "uds": [0.55, 0.58, 0.56], "uds-ka": [0.45, 0.47, 0.46]}))["workloads"]["ping"]
+    assert "socket_bridge_new" in with_uds["breakdown"] and not {"socket_podnet_new", "socket_podnet_pooled"} & set(with_uds["breakdown"])
+    assert "`uds-lo` against `tcp`" not in with_uds["answer"]
 
 
 def test_breakdown_terms_are_per_round_differences_in_microseconds():

@@ -13,6 +13,9 @@
 #                                      OpenAPI spec
 #   k8s-server                         the chart installed on a real kube-apiserver and
 #                                      etcd (tests/k8s), both built from the Go module proxy
+#   k8s-node                           a single-node Kubernetes for make e2e's cluster
+#                                      scenario (tests/k8s/node): kubelet, containerd, runc,
+#                                      CNI plugins, CoreDNS, ... from module sources (printed path)
 #   docker debootstrap compose         the Docker test bed (make e2e)
 #   prometheus node-exporter k6 oha    binaries for its stand-in images (printed paths);
 #                                      k6 and oha also for loadgen's tests
@@ -27,9 +30,9 @@ mkdir -p "$BIN"
 
 log() { printf '[deps %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-apt_install() { # apt_install CMD PACKAGE...: installs PACKAGEs unless CMD is already there
+apt_install() { # apt_install CMD PACKAGE...: installs PACKAGEs unless CMD (or the file /CMD) is already there
   local cmd=$1; shift
-  command -v "$cmd" >/dev/null && return
+  if [[ $cmd == /* ]]; then [ -e "$cmd" ] && return; else command -v "$cmd" >/dev/null && return; fi
   command -v apt-get >/dev/null || { log "missing $cmd and no apt-get: install $* yourself"; exit 1; }
   log "apt-get install $*"
   if [ -z "${APT_UPDATED:-}" ]; then apt-get update -qq >&2; APT_UPDATED=1; fi
@@ -65,13 +68,17 @@ stacks_install() {
   [ -z "$added" ] || rm -f $policy
 }
 
+moddir() { # moddir MODULE@VERSION: the module's source folder (downloaded where missing)
+  (cd /tmp && GOFLAGS=-mod=mod go mod download -json "$1" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
+}
+
 go_build() { # go_build NAME MODULE@VERSION PKG [LDFLAGS]: builds PKG of a module into $BIN/NAME-VERSION
   local name=$1 modver=$2 pkg=$3 ldflags=${4:-} out
   out=$BIN/$name-${modver##*@}
   [ -x "$out" ] && { echo "$out"; return; }
   log "building $name from $modver (cached at $out; first time takes minutes)"
   local dir
-  dir=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "$modver" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
+  dir=$(moddir "$modver")
   (cd "$dir" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg") >&2
   mv "$out.tmp" "$out"
   echo "$out"
@@ -81,7 +88,7 @@ go_build() { # go_build NAME MODULE@VERSION PKG [LDFLAGS]: builds PKG of a modul
 # so that `promtool --version` can be checked against .env.
 prometheus_ldflags() {
   local dir
-  dir=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
+  dir=$(moddir "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION")
   echo "-X github.com/prometheus/common/version.Version=$(cat "$dir/VERSION") -X github.com/prometheus/common/version.Branch=release"
 }
 
@@ -126,7 +133,7 @@ k8s_schemas() {
     echo "$pins" >"$venv/.versions"
   fi
   local dir tmp k
-  dir=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
+  dir=$(moddir "k8s.io/kubernetes@$K8S_VERSION")
   log "generating kubeconform's schemas for Kubernetes $K8S_VERSION (cached at $out)"
   mkdir -p "$CACHE/k8s-schemas"
   tmp=$(mktemp -d "$CACHE/k8s-schemas/.new-XXXXXX")
@@ -140,25 +147,84 @@ k8s_schemas() {
   rm -rf "$out" && mv "$tmp/schemas" "$out" && rm -rf "$tmp"
 }
 
-# kube_build NAME PKG: a Kubernetes command at K8S_VERSION from the k8s.io/kubernetes
-# module. Its go.mod points the staging modules (k8s.io/api, client-go, ...) at
-# ./staging, which the module's zip lacks: they are pointed at their published
-# versions instead (v0.<minor>.<patch>, as Kubernetes tags them), and the two
-# sample modules, which no command needs and the proxy does not have, dropped.
-kube_build() {
-  local name=$1 pkg=$2 out=$BIN/$1-$K8S_VERSION
-  [ -x "$out" ] && { echo "$out"; return; }
-  log "building $name $K8S_VERSION from the k8s.io/kubernetes module (cached at $out; first time takes 10-20 minutes)"
+# kube_tree: a copy of the k8s.io/kubernetes module at K8S_VERSION that builds
+# (the caller removes it). Its go.mod points the staging modules (k8s.io/api,
+# client-go, ...) at ./staging, which the module's zip lacks: they are pointed
+# at their published versions instead (v0.<minor>.<patch>, as Kubernetes tags
+# them), and the two sample modules, which no command needs and the proxy does
+# not have, dropped.
+kube_tree() {
   local dir tmp staging=v0.${K8S_VERSION#v1.}
-  dir=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
+  dir=$(moddir "k8s.io/kubernetes@$K8S_VERSION")
   tmp=$(mktemp -d)
   cp -R "$dir/." "$tmp" && chmod -R u+w "$tmp"
   sed -i -E -e '/k8s\.io\/sample-/d' \
     -e "s#^([[:space:]]+)(k8s\.io/[a-z0-9-]+) => \./staging/src/k8s\.io/[a-z0-9-]+\$#\1\2 => \2 $staging#" "$tmp/go.mod"
-  (cd "$tmp" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath \
-    -ldflags "-X k8s.io/component-base/version.gitVersion=$K8S_VERSION" -o "$out.tmp" "$pkg") >&2
-  rm -rf "$tmp"
+  echo "$tmp"
+}
+
+# kube_go TREE OUT PKG...: Kubernetes commands from kube_tree's copy, stamped
+# with their version (helm refuses a v0.0.0-master server).
+kube_go() {
+  local tree=$1 out=$2; shift 2
+  (cd "$tree" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath \
+    -ldflags "-X k8s.io/component-base/version.gitVersion=$K8S_VERSION" -o "$out" "$@") >&2
+}
+
+# kube_build NAME PKG: a Kubernetes command at K8S_VERSION, cached in $BIN.
+kube_build() {
+  local name=$1 pkg=$2 out=$BIN/$1-$K8S_VERSION
+  [ -x "$out" ] && { echo "$out"; return; }
+  log "building $name $K8S_VERSION from the k8s.io/kubernetes module (cached at $out; first time takes 10-20 minutes)"
+  local tree
+  tree=$(kube_tree)
+  kube_go "$tree" "$out.tmp" "$pkg"
+  rm -rf "$tree"
   mv "$out.tmp" "$out"
+  echo "$out"
+}
+
+# The test bed's Kubernetes node (tests/k8s/node): its parts at these versions.
+CONTAINERD_VERSION=v2.4.2
+RUNC_VERSION=v1.5.2
+CNI_PLUGINS_VERSION=v1.9.1
+COREDNS_VERSION=v1.15.0
+
+# node_build: the node's binaries in $CACHE/node-<K8S_VERSION> (printed), built
+# anew when a version above changes: the kubelet, scheduler, controller
+# manager, kube-proxy and kubectl from kube_tree (no cgo needed), the pause
+# binary from its C source there (gcc -static), containerd with ctr and its runc
+# shim, runc (cgo, with Debian's libseccomp, static as runc's `make static`,
+# without the optional libpathrs, a Rust library Debian lacks), the CNI
+# plugins the node uses, and CoreDNS.
+node_build() {
+  local out=$CACHE/node-$K8S_VERSION
+  local stamp="kubernetes $K8S_VERSION containerd $CONTAINERD_VERSION runc $RUNC_VERSION cni $CNI_PLUGINS_VERSION coredns $COREDNS_VERSION"
+  [ "$(cat "$out/.versions" 2>/dev/null)" = "$stamp" ] && { echo "$out"; return; }
+  log "building the test bed's Kubernetes node ($stamp; cached at $out; first time takes 10-20 minutes)"
+  apt_install gcc gcc
+  apt_install /usr/include/seccomp.h libseccomp-dev
+  local new tree dir
+  new=$(mktemp -d "$CACHE/.node-XXXXXX")
+  mkdir "$new/cni"
+  tree=$(kube_tree)
+  kube_go "$tree" "$new/" ./cmd/kubelet ./cmd/kube-scheduler ./cmd/kube-controller-manager ./cmd/kube-proxy ./cmd/kubectl
+  gcc -Os -static -DVERSION="$K8S_VERSION" -o "$new/pause" "$tree/build/pause/linux/pause.c"
+  rm -rf "$tree"
+  export GOWORK=off GOFLAGS=-mod=mod
+  dir=$(moddir "github.com/containerd/containerd/v2@$CONTAINERD_VERSION")
+  local ld="-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION"
+  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -tags urfave_cli_no_docs -ldflags "$ld" -o "$new/" ./cmd/containerd ./cmd/ctr &&
+    CGO_ENABLED=0 go build -trimpath -tags "urfave_cli_no_docs no_grpc" -ldflags "$ld" -o "$new/" ./cmd/containerd-shim-runc-v2) >&2
+  dir=$(moddir "github.com/opencontainers/runc@$RUNC_VERSION")
+  (cd "$dir" && CGO_ENABLED=1 go build -trimpath -buildmode=pie -tags "seccomp urfave_cli_no_docs netgo osusergo" \
+    -ldflags "-X main.gitCommit=$RUNC_VERSION -linkmode external -extldflags -static-pie" -o "$new/runc" .) >&2
+  dir=$(moddir "github.com/containernetworking/plugins@$CNI_PLUGINS_VERSION")
+  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -o "$new/cni/" ./plugins/main/bridge ./plugins/ipam/host-local ./plugins/main/loopback) >&2
+  dir=$(moddir "github.com/coredns/coredns@$COREDNS_VERSION")
+  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -o "$new/coredns" .) >&2
+  echo "$stamp" >"$new/.versions"
+  rm -rf "$out" && mv "$new" "$out"
   echo "$out"
 }
 
@@ -218,6 +284,12 @@ for w in "${want[@]}"; do
     k8s-server)
       ln -sf "$(kube_build kube-apiserver ./cmd/kube-apiserver)" "$BIN/kube-apiserver"
       ln -sf "$(etcd_build)" "$BIN/etcd" ;;
+    k8s-node) # the API server's parts too; kubectl for scripts/k8s.sh
+      ln -sf "$(kube_build kube-apiserver ./cmd/kube-apiserver)" "$BIN/kube-apiserver"
+      ln -sf "$(etcd_build)" "$BIN/etcd"
+      node=$(node_build)
+      ln -sf "$node/kubectl" "$BIN/kubectl"
+      echo "$node" ;;
     grafana-schema) # Grafana's dashboard types and TypeScript, at package-lock.json's versions
       apt_install npm npm
       lock=grafana/schema/package-lock.json stamp=grafana/schema/node_modules/.lock

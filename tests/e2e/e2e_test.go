@@ -150,10 +150,10 @@ func TestLab(t *testing.T) {
 			name, paths, rounds, duration string
 			more                          []string
 		}{
-			{"wrk", "tcp,uds,tcp-lo,uds-lo", "2", "10", []string{"PRECISION=0.01", "MAX_ROUNDS=3"}},
+			{"wrk", "tcp,uds,tcp-lo,uds-lo", "2", "5", []string{"PRECISION=0.01", "MAX_ROUNDS=3"}},
 			{"k6", "tcp,uds", "1", "10", nil},
 			// The client straight to the app, beside the same pair through nginx-lo.
-			{"oha", "direct-tcp,direct-uds,tcp-lo,uds-lo,tcp-lo-ka,uds-lo-ka", "2", "5", nil},
+			{"oha", "direct-tcp,direct-uds,tcp-lo,uds-lo,tcp-lo-ka,uds-lo-ka", "2", "3", nil},
 		} {
 			t.Run(gen.name, func(t *testing.T) {
 				maxRun(t, testid+"-max-"+gen.name, gen.name, gen.paths, gen.rounds, gen.duration, gen.more...)
@@ -191,7 +191,7 @@ func TestLab(t *testing.T) {
 		}
 		step(t, "make compare", func() {
 			mk(t, "compare", "TESTID="+testid, "STACKS="+strings.Join(stacks, ","), "SCENARIO=ping", "PATHS="+allPaths(),
-				"RATE=20", "DURATION=5", "ROUNDS=1", "WARMUP=0")
+				"RATE=20", "DURATION=5", "ROUNDS=1", "WARMUP=0", "IDLE=0")
 		})
 		for _, name := range stacks {
 			t.Run(name, func(t *testing.T) { stackRun(t, prom, name, "compare-"+testid+"-"+name) })

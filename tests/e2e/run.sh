@@ -12,8 +12,8 @@ cd "$(dirname "$0")/../.."
 t0=$(date +%s)
 log() { printf '[e2e %(%H:%M:%S)T +%ss] %s\n' -1 $(($(date +%s) - t0)) "$*"; }
 
-log "tools: docker.io, debootstrap, compose $(scripts/dotenv.sh COMPOSE_VERSION), promtool"
-scripts/test-deps.sh docker debootstrap compose promtool >/dev/null
+log "tools: docker.io, debootstrap, compose $(scripts/dotenv.sh COMPOSE_VERSION), promtool, helm, the Kubernetes node"
+scripts/test-deps.sh docker debootstrap compose promtool k8s k8s-node >/dev/null
 log "engine"
 state=$(tests/e2e/engine.sh start) || { log "FAIL: no Docker engine could be started (see above)"; exit 1; }
 root_private="" out=""

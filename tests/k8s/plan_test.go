@@ -106,7 +106,7 @@ func TestJobPlan(t *testing.T) {
 			if err != nil {
 				t.Fatalf("k6's PLAN: %v (plan.py wrote it elsewhere, or the two containers do not share it)", err)
 			}
-			if _, err := os.Stat(local("/loadgen/load.js")); err != nil || !strings.Contains(strings.Join(k6.Command, " "), "k6 run --out experimental-prometheus-rw /loadgen/load.js") {
+			if _, err := os.Stat(local("/loadgen/load.js")); err != nil || !strings.Contains(strings.Join(k6.Command, " "), "--out experimental-prometheus-rw /loadgen/load.js") {
 				t.Errorf("k6 runs %q; want loadgen/load.js at /loadgen/load.js with the remote-write output (%v)", k6.Command, err)
 			}
 			var doc struct {

@@ -3,6 +3,7 @@ package k8s
 import (
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,7 +103,7 @@ func TestPrometheusOnTheCluster(t *testing.T) {
 	}
 	for _, c := range []*Container{auth, prom} {
 		pw := c.Mount("password")
-		if pw == nil || pw.MountPath != "/run/secrets" {
+		if pw == nil || pw.MountPath != "/run/secrets/prometheus_password" || pw.SubPath != "prometheus_password" {
 			t.Errorf("%s does not read the password at /run/secrets/prometheus_password", c.Name)
 		}
 	}
@@ -127,5 +128,29 @@ func TestPrometheusOnTheCluster(t *testing.T) {
 	if len(rules.Rules) != 1 || strings.Join(rules.Rules[0].Resources, ",") != "pods" ||
 		strings.Join(rules.Rules[0].Verbs, ",") != "get,list,watch" {
 		t.Errorf("Role %s grants %+v; pod discovery needs get, list and watch on pods only", role.Metadata.Name, rules.Rules)
+	}
+}
+
+// The kubelet mounts a pod's service-account token at
+// /var/run/secrets/kubernetes.io/serviceaccount; where /var/run is /run (in
+// Debian's images), a volume mounted read-only at /run/secrets or above hides
+// that mount point, and runc fails the container ("make mountpoint ...:
+// read-only file system": what the test bed's node showed Prometheus doing).
+func TestNoMountHidesTheServiceAccountToken(t *testing.T) {
+	tokens := []string{"/var/run/secrets/kubernetes.io/serviceaccount", "/run/secrets/kubernetes.io/serviceaccount"}
+	for _, v := range variants {
+		for _, o := range parse(t, render(t, v.sets)) {
+			spec := &o.Spec.Template.Spec
+			for _, c := range append(append([]Container{}, spec.InitContainers...), spec.Containers...) {
+				for _, mt := range c.VolumeMounts {
+					for _, tok := range tokens {
+						if p := path.Clean(mt.MountPath); p == tok || strings.HasPrefix(tok, p+"/") {
+							t.Errorf("%s: %s %s's container %s mounts %s at %s, over the service account's token",
+								v.name, o.Kind, o.Metadata.Name, c.Name, mt.Name, mt.MountPath)
+						}
+					}
+				}
+			}
+		}
 	}
 }

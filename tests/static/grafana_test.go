@@ -180,7 +180,10 @@ func TestDashboardPanels(t *testing.T) {
 	c := lab.ReadCatalogue(t)
 	terms := map[string]bool{} // breakdown terms not yet found
 	for _, term := range c.Breakdown.Terms {
-		terms[term.Key] = true
+		// A Kubernetes stand-in term has nothing to stand in for in compose's dashboards.
+		if term.InsteadOf == "" {
+			terms[term.Key] = true
+		}
 	}
 	for _, d := range dashboards(t) {
 		name := d.name

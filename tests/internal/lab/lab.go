@@ -239,8 +239,9 @@ type Catalogue struct {
 	Stacks    map[string]Stack `json:"-"` // the lab's own app and each stacks/<name>/stack.env
 	Breakdown struct {
 		Terms []struct {
-			Key   string   `json:"key"`
-			Paths []string `json:"paths"`
+			Key       string   `json:"key"`
+			Paths     []string `json:"paths"`
+			InsteadOf string   `json:"instead_of"`
 		} `json:"terms"`
 	} `json:"breakdown"`
 	Order []string `json:"-"` // the paths' names in the file's order

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# make k8s-up, k8s-load, k8s-report: the lab on the cluster of kubectl's
+# current context (docs/kubernetes.md), with the chart in k8s/uds-lab.
+#   k8s.sh up       install or upgrade the lab, wait until it is ready
+#   k8s.sh load     a run: the k6 Job (K8S_PODS pods, each its execution
+#                   segment), then results/<id>/load.json and cluster.json
+#   k8s.sh report   the report of a run (RUN=<id>, default the last) against
+#                   the cluster's Prometheus, through a port-forward
+# Settings: K8S_NAMESPACE (uds-lab), K8S_RELEASE (lab), K8S_VALUES (a values
+# file of yours), K8S_SET ("key=value ..." as helm --set, e.g.
+# "load.rate=200 load.scenario=ping"), K8S_PODS (k6 pods, 1-16; 1),
+# K8S_TIMEOUT (seconds a run may take; 1800), K8S_NETWORK_PLUGIN (its name,
+# for the report: Kubernetes does not say), TESTID (the run's id), PYTHON.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmd=${1:?usage: k8s.sh up|load|report}
+ns=${K8S_NAMESPACE:-uds-lab} release=${K8S_RELEASE:-lab} pods=${K8S_PODS:-1} timeout=${K8S_TIMEOUT:-1800}
+PYTHON=${PYTHON:-python3}
+fail() { echo "k8s.sh: $*" >&2; exit 2; }
+log() { printf '[k8s %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+if ! [[ $pods =~ ^[0-9]+$ ]] || ((pods < 1 || pods > 16)); then fail "K8S_PODS=$pods: a whole number of k6 pods, 1 to 16"; fi
+if ! [[ $timeout =~ ^[0-9]+$ ]] || ((timeout < 1)); then fail "K8S_TIMEOUT=$timeout: seconds, a whole number above 0"; fi
+[[ $ns =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || fail "K8S_NAMESPACE=$ns: not a namespace's name"
+[ -z "${K8S_VALUES:-}" ] || [ -r "$K8S_VALUES" ] || fail "K8S_VALUES=$K8S_VALUES: no such file"
+args=(--namespace "$ns")
+[ -z "${K8S_VALUES:-}" ] || args+=(--values "$K8S_VALUES")
+for kv in ${K8S_SET:-}; do
+  [[ $kv == *=* ]] || fail "K8S_SET: \"$kv\" is not key=value"
+  args+=(--set "$kv")
+done
+kc() { kubectl --namespace "$ns" "$@"; }
+
+up() {
+  helm upgrade --install "$release" k8s/uds-lab "${args[@]}" --create-namespace --wait --timeout 5m
+}
+
+# segment I ID: pod I's load.json, from between the marker lines of its log.
+segment() {
+  local pod
+  pod=$(kc get pods -l "job-name=k6-$2,batch.kubernetes.io/job-completion-index=$1" -o name | head -1)
+  [ -n "$pod" ] || fail "no pod of job/k6-$2 with index $1"
+  kc logs "$pod" -c k6 | sed -n "/^--- uds-lab load.json $1\/$pods ---\$/,/^--- end of load.json ---\$/p" | sed '1d;$d'
+}
+
+# cluster.json: where the run took place, for the report (compose.json's part).
+cluster() {
+  local app node entries
+  app=$(kc get pods -l app.kubernetes.io/component=app -o name | head -1)
+  node=$(kc get "$app" -o jsonpath='{.spec.nodeName}')
+  # Conntrack entries in the app pod's network namespace, read by its nginx
+  # sidecar after the run: none after thousands of loopback connections means
+  # loopback is not tracked there (the file is absent where the kernel has no
+  # conntrack at all).
+  entries=$(kc exec "$app" -c nginx -- sh -c 'cat /proc/sys/net/netfilter/nf_conntrack_count 2>/dev/null || echo 0') || entries=null
+  local images
+  images=$(kc get "$app" -o jsonpath='app={.spec.containers[?(@.name=="app")].image} nginx={.spec.containers[?(@.name=="nginx")].image}')
+  images+=" k6=$(kc get job "k6-$1" -o jsonpath='{.spec.template.spec.containers[0].image}')"
+  kubectl get node "$node" -o json | NODE_ENTRIES=$entries NET=${K8S_NETWORK_PLUGIN:-} IMAGES=$images "$PYTHON" -c '
+import json, os, sys
+n = json.load(sys.stdin)
+i = n["status"]["nodeInfo"]
+e = os.environ["NODE_ENTRIES"].strip()
+print(json.dumps({
+    "node": n["metadata"]["name"], "kubelet": i["kubeletVersion"], "kernel": i["kernelVersion"],
+    "os": i["osImage"], "runtime": i["containerRuntimeVersion"], "cores": n["status"]["capacity"].get("cpu"),
+    "network_plugin": os.environ["NET"] or None,
+    "lo_conntrack_entries": int(e) if e.isdigit() else None,
+    "images": dict(kv.split("=", 1) for kv in os.environ["IMAGES"].split()),
+}, indent=1))'
+}
+
+load() {
+  local id=${TESTID:-k8s-$(date +%Y%m%d-%H%M%S)} out
+  out=results/$id
+  mkdir -p "$out"
+  log "run $id: $pods k6 pod(s) in namespace $ns"
+  helm template "$release" k8s/uds-lab "${args[@]}" --set load.enabled=true --set "load.testid=$id" \
+    --set "load.pods=$pods" --show-only templates/k6-job.yaml | kc apply -f - >/dev/null
+  local t0=$SECONDS done="" failed=""
+  while ((SECONDS - t0 < timeout)); do
+    done=$(kc get job "k6-$id" -o jsonpath='{.status.succeeded}')
+    failed=$(kc get job "k6-$id" -o jsonpath='{.status.failed}')
+    (("${done:-0}" + "${failed:-0}" == pods)) && break
+    sleep 5
+  done
+  (("${done:-0}" + "${failed:-0}" == pods)) || fail "job/k6-$id: not finished after K8S_TIMEOUT=$timeout s"
+  if ((pods == 1)); then
+    segment 0 "$id" >"$out/load.json"
+  else
+    local i files=()
+    for ((i = 0; i < pods; i++)); do segment "$i" "$id" >"$out/load-segment-$i.json"; files+=("$out/load-segment-$i.json"); done
+    "$PYTHON" loadgen/merge_segments.py "$out/load.json" "${files[@]}"
+  fi
+  cluster "$id" >"$out/cluster.json"
+  echo "$id" >results/last
+  log "wrote $out/load.json and cluster.json ($((SECONDS - t0)) s)"
+  # As make load: a run whose generator failed (k6's thresholds) is written,
+  # and reported, but ends in failure.
+  [ "${failed:-0}" = 0 ] || { log "${failed} of $pods k6 pod(s) failed: their log says why"; exit 1; }
+}
+
+report() {
+  local id=${RUN:-$(cat results/last 2>/dev/null)} port
+  [ -n "$id" ] || fail "no run: make k8s-load first, or RUN=<id>"
+  # Global: the EXIT trap runs after this function has returned.
+  dir=$(mktemp -d) pf=""
+  trap '[ -z "$pf" ] || kill "$pf" 2>/dev/null || true; rm -rf "$dir"' EXIT
+  kc get secret "$release-prometheus-auth" -o jsonpath='{.data.password}' | base64 -d >"$dir/password"
+  kc port-forward svc/prometheus :9090 >"$dir/pf.log" 2>&1 &
+  pf=$!
+  for _ in $(seq 50); do
+    port=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$dir/pf.log" | head -1)
+    [ -z "$port" ] || break
+    sleep 0.2
+  done
+  [ -n "$port" ] || fail "kubectl port-forward to svc/prometheus did not start: $(cat "$dir/pf.log")"
+  PROMETHEUS_USER=$(helm get values "$release" --namespace "$ns" --all -o json | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["prometheus"]["user"])') \
+    PROMETHEUS_PASSWORD_FILE=$dir/password "$PYTHON" -m report --run "$id" --prometheus "http://127.0.0.1:$port"
+}
+
+case $cmd in
+up) up ;;
+load) load ;;
+report) report ;;
+*) fail "unknown command $cmd (up, load, report)" ;;
+esac

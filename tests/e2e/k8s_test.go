@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"uds-lab/tests/internal/lab"
+)
+
+// TestKubernetes runs the lab on a real single-node Kubernetes that the test
+// bed builds and starts (tests/k8s/node/node.sh: etcd, kube-apiserver,
+// controller manager, scheduler, containerd, runc, the CNI bridge, CoreDNS,
+// kube-proxy and the kubelet, in namespaces of their own), with the users'
+// commands: make k8s-up, a run of two k6 pods each with its execution
+// segment (make k8s-load K8S_PODS=2), and make k8s-report. The images are
+// the stand-ins make e2e uses and the lab's own, imported into the node's
+// containerd as users import theirs. Then the failure users meet: a small
+// listen backlog (net.core.somaxconn, allowed by the kubelet) makes the
+// socket answer 502 under a burst where TCP queues; at the node's default
+// backlog the same burst fails nothing.
+func TestKubernetes(t *testing.T) {
+	if os.Getenv("UDS_LAB_E2E") == "" {
+		t.Skip("needs the stand-in images and environment from tests/e2e/run.sh: run `make e2e`")
+	}
+	root := lab.Root(t)
+	dir, err := os.MkdirTemp("", "uds-lab-node-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := filepath.Join(root, "tests", "k8s", "node", "node.sh")
+	testid := "e2e-k8s-" + time.Now().UTC().Format("20060102-150405")
+	// in runs a command in the node's network namespace (its API server,
+	// Services and port-forwards are there), as a user runs it against a cluster.
+	in := func(env []string, args ...string) (string, error) {
+		cmd := exec.Command(node, append([]string{"in", dir}, args...)...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	must := func(env []string, args ...string) string {
+		t.Helper()
+		out, err := in(env, args...)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := in(nil, "kubectl", "get", "pods", "-A", "-o", "wide")
+			t.Logf("pods:\n%s", out)
+			out, _ = in(nil, "kubectl", "get", "events", "-A", "--sort-by=.lastTimestamp")
+			t.Logf("events:\n%s", lastLines(out, 30))
+			logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				t.Logf("%s:\n%s", filepath.Base(l), lastLines(string(b), 15))
+			}
+		}
+		if out, err := exec.Command(node, "down", dir).CombinedOutput(); err != nil {
+			t.Errorf("node.sh down: %v\n%s", err, out)
+		}
+		os.RemoveAll(dir)
+		if !t.Failed() {
+			runs, _ := filepath.Glob(lab.Path(t, "results", testid+"*"))
+			for _, r := range runs {
+				os.RemoveAll(r)
+			}
+		}
+	})
+
+	images := []string{os.Getenv("NGINX_IMAGE"), os.Getenv("NGINX_EXPORTER_IMAGE"), os.Getenv("PROMETHEUS_IMAGE"),
+		os.Getenv("K6_IMAGE"), os.Getenv("PYTHON_IMAGE"),
+		"uds-lab/app:local", "uds-lab/nginx-log-exporter:local", "uds-lab/prometheus-auth:local"}
+	step(t, "the lab's own images (as docs/kubernetes.md says to build them)", func() {
+		run(t, "docker", "compose", "build", "app", "nginx-log-exporter", "prometheus-auth")
+	})
+	step(t, "node up", func() { run(t, node, "up", dir) })
+	step(t, "images into the node's containerd", func() {
+		bin := strings.TrimSpace(mustRead(t, filepath.Join(dir, "bin")))
+		args := append([]string{"-c", `ctr=$1 sock=$2; shift 2; docker save "$@" | "$ctr" --address "$sock" -n k8s.io images import -`,
+			"sh", filepath.Join(bin, "ctr"), filepath.Join(dir, "containerd.sock")}, images...)
+		cmd := exec.Command("sh", args...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("docker save | ctr images import: %v\n%s", err, out)
+		}
+	})
+	// The stand-ins' names, never pulled; requests that fit a 2-core node
+	// running two k6 pods beside the lab.
+	values := filepath.Join(dir, "values.yaml")
+	if err := os.WriteFile(values, []byte(fmt.Sprintf(`images:
+  nginx: %s
+  nginxExporter: %s
+  prometheus: %s
+  k6: %s
+  python: %s
+  pullPolicy: Never
+load:
+  avoidNodeUnderTest: false
+  resources:
+    cpu: 300m
+    memory: 512Mi
+`, images[0], images[1], images[2], images[3], images[4])), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"K8S_VALUES=" + values, "K8S_NAMESPACE=uds-lab-e2e", "K8S_NETWORK_PLUGIN=CNI bridge (test bed)"}
+	step(t, "make k8s-up", func() { must(env, "make", "k8s-up") })
+
+	step(t, "make k8s-load K8S_PODS=2", func() {
+		must(append(env, "K8S_PODS=2", "TESTID="+testid,
+			"K8S_SET=load.rate=100 load.interleave=15 load.duration=5 load.rounds=2 load.warmup=1 load.idle=2"),
+			"make", "k8s-load")
+		var load struct {
+			Segments *struct {
+				Pods     int   `json:"pods"`
+				Requests []int `json:"requests"`
+			} `json:"segments"`
+		}
+		if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", testid, "load.json"))), &load); err != nil {
+			t.Fatal(err)
+		}
+		if load.Segments == nil || load.Segments.Pods != 2 || len(load.Segments.Requests) != 2 ||
+			load.Segments.Requests[0] == 0 || load.Segments.Requests[1] == 0 {
+			t.Errorf("load.json's segments: %+v, want 2 pods that each sent requests", load.Segments)
+		}
+		// A plain pod (no mesh, no NAT rules in it) tracks no connection on
+		// its loopback: after the run's thousands of new loopback
+		// connections (tcp-lo), its namespace's conntrack table is empty.
+		var cluster struct {
+			Entries *int   `json:"lo_conntrack_entries"`
+			Kubelet string `json:"kubelet"`
+		}
+		if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", testid, "cluster.json"))), &cluster); err != nil {
+			t.Fatal(err)
+		}
+		if cluster.Entries == nil || *cluster.Entries != 0 || cluster.Kubelet == "" {
+			t.Errorf("cluster.json: loopback conntrack entries %v, kubelet %q; want 0 entries (untracked) on a named kubelet", cluster.Entries, cluster.Kubelet)
+		}
+	})
+
+	step(t, "make k8s-report", func() {
+		must(env, "make", "k8s-report", "RUN="+testid)
+		md := mustRead(t, lab.Path(t, "results", testid, "report.md"))
+		t.Logf("report.md:\n%s", md)
+		for _, want := range []string{"Where: Kubernetes v1.37.2", "Loopback in the app's pod: not tracked", "k6 ran as 2 pods"} {
+			if !strings.Contains(md, want) {
+				t.Errorf("report.md does not say %q", want)
+			}
+		}
+		r := readReport(t, testid)
+		ping := r.Workloads["ping"]
+		// The answer: the socket against TCP over the pod's loopback, with intervals, from the interleaved stream.
+		for _, want := range []string{"`uds-lo` against `tcp-lo`", "`uds-lo-ka` against `tcp-lo-ka`", "95% CI"} {
+			if !strings.Contains(ping.Answer, want) {
+				t.Errorf("the answer does not name %q: %s", want, ping.Answer)
+			}
+		}
+		if ping.Interleaved == nil || len(ping.Interleaved.Paths) != 6 {
+			t.Errorf("the interleaved stream's paths: %+v, want the 6 that exist on Kubernetes", ping.Interleaved)
+		}
+	})
+
+	// burst runs make max's plan on tcp-lo and uds-lo with 200 connections in
+	// flight, and returns each path's measured statuses (k6's own counts).
+	burst := func(id string) (map[string]map[string]int, error) {
+		_, err := in(append(env, "TESTID="+id, "K8S_SET=load.mode=max load.connections=200 load.paths={tcp-lo,uds-lo} "+
+			"load.duration=3 load.rounds=1 load.warmup=1 load.idle=0"), "make", "k8s-load")
+		var load struct {
+			Phases []struct {
+				Path     string         `json:"path"`
+				Round    int            `json:"round"`
+				Statuses map[string]int `json:"statuses"`
+			} `json:"phases"`
+		}
+		if jerr := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", id, "load.json"))), &load); jerr != nil {
+			t.Fatal(jerr)
+		}
+		out := map[string]map[string]int{}
+		for _, p := range load.Phases {
+			if p.Round > 0 {
+				out[p.Path] = p.Statuses
+			}
+		}
+		return out, err
+	}
+	step(t, "the backlog: the node's default, then net.core.somaxconn=1 in the app's pod", func() {
+		calm, err := burst(testid + "-backlog-default")
+		t.Logf("default backlog: %v", calm)
+		if err != nil || calm["uds-lo"]["502"] != 0 || calm["tcp-lo"]["502"] != 0 {
+			t.Errorf("at the node's default backlog the burst failed (%v): %v; want no 502 on either path", err, calm)
+		}
+		must(append(env, "K8S_SET=sysctls.somaxconn=1"), "make", "k8s-up")
+		if got := strings.TrimSpace(must(nil, "kubectl", "exec", "-n", "uds-lab-e2e", "deploy/app", "-c", "nginx", "--",
+			"cat", "/proc/sys/net/core/somaxconn")); got != "1" {
+			t.Fatalf("the app's pod has net.core.somaxconn=%s, want 1", got)
+		}
+		full, err := burst(testid + "-backlog-1")
+		t.Logf("backlog 1: %v (make k8s-load: %v)", full, err)
+		// The socket refuses at once when its queue is full (connect(2):
+		// EAGAIN), which nginx answers 502; TCP's full queue drops the SYN
+		// and the client retries, so it waits (a timeout at worst, never a 502).
+		if full["uds-lo"]["502"] == 0 || full["tcp-lo"]["502"] != 0 {
+			t.Errorf("with a backlog of 1: uds-lo %v, tcp-lo %v; want 502s on the socket and none on TCP", full["uds-lo"], full["tcp-lo"])
+		}
+	})
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
