@@ -21,6 +21,9 @@ var sharedFiles = map[string]string{
 	"nginx/healthcheck.sh": "nginx/healthcheck.sh",
 	"loadgen/load.js":      "loadgen/load.js",
 	"loadgen/plan.py":      "loadgen/plan.py",
+	"grafana/dashboards":   "grafana/dashboards",
+	// compose's Grafana datasource, for Grafana's sidecar on the cluster.
+	"grafana/datasource.yaml": "grafana/provisioning/datasources/prometheus.yaml",
 }
 
 func TestSharedFilesAreLinks(t *testing.T) {
@@ -119,6 +122,22 @@ func TestChartCarriesTheLabsFiles(t *testing.T) {
 		if lg.Data[f] != read("loadgen/"+f) {
 			t.Errorf("the chart's %s differs from loadgen/%s", f, f)
 		}
+	}
+	// The dashboards and their datasource, each with the label Grafana's sidecar loads.
+	dash := m.must(t, "ConfigMap", release+"-dashboards")
+	files, _ := filepath.Glob(lab.Path(t, "grafana", "dashboards", "*.json"))
+	if len(files) == 0 || len(dash.Data) != len(files) || dash.Metadata.Labels["grafana_dashboard"] != "1" {
+		t.Errorf("ConfigMap %s: %d dashboards, label %q; want grafana/dashboards' %d, labelled grafana_dashboard=1",
+			dash.Metadata.Name, len(dash.Data), dash.Metadata.Labels["grafana_dashboard"], len(files))
+	}
+	for _, f := range files {
+		if dash.Data[filepath.Base(f)] != read(filepath.Join("grafana", "dashboards", filepath.Base(f))) {
+			t.Errorf("the chart's %s differs from grafana/dashboards/%s", filepath.Base(f), filepath.Base(f))
+		}
+	}
+	ds := m.must(t, "ConfigMap", release+"-datasource")
+	if ds.Data["uds-lab-prometheus.yaml"] != read("grafana/provisioning/datasources/prometheus.yaml") || ds.Metadata.Labels["grafana_datasource"] != "1" {
+		t.Error("the chart's datasource differs from grafana/provisioning/datasources/prometheus.yaml, or lacks the label grafana_datasource=1")
 	}
 }
 

@@ -28,7 +28,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- if not (.Files.Glob "files/nginx/templates/*.template") -}}
 {{- fail "files/nginx/templates holds no nginx.conf.template: the chart reads nginx/templates through the link k8s/uds-lab/files/nginx/templates, which this checkout holds as a file (git's core.symlinks is false?)" -}}
 {{- end -}}
-{{- range list "files/nginx/healthcheck.sh" "files/loadgen/load.js" "files/loadgen/plan.py" -}}
+{{- if not (.Files.Glob "files/grafana/dashboards/*.json") -}}
+{{- fail "files/grafana/dashboards holds no dashboard: the chart reads grafana/dashboards through the link k8s/uds-lab/files/grafana/dashboards, which this checkout holds as a file (git's core.symlinks is false?)" -}}
+{{- end -}}
+{{- range list "files/nginx/healthcheck.sh" "files/loadgen/load.js" "files/loadgen/plan.py" "files/grafana/datasource.yaml" -}}
 {{- if not (contains "\n" ($.Files.Get .)) -}}
 {{- fail (printf "%s is not the lab's file but %q: the chart reads it through a link, which this checkout holds as a file (git's core.symlinks is false?)" . ($.Files.Get .)) -}}
 {{- end -}}
