@@ -33,7 +33,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		sets []string
 		want string
 	}{
-		{[]string{"load.enabled=true", "load.testid=t1", "load.paths={uds}"}, "cannot give it"},
+		{[]string{"load.enabled=true", "load.testid=t1", "load.paths={uds}"}, "does not exist on Kubernetes: the socket's emptyDir is the app's pod's alone"},
 		{[]string{"load.enabled=true", "load.testid=t1", "load.paths={nope}"}, "not a path of catalogue.json"},
 		{[]string{"load.enabled=true"}, "load.testid"},
 		{[]string{"load.enabled=true", "load.testid=Bad_ID"}, "load.testid"},

@@ -41,8 +41,8 @@ app.kubernetes.io/component: {{ .component }}
 
 {{/*
 The paths k6 drives, as a comma list: load.paths, or every catalogue path that
-exists on Kubernetes but the A/A twins. A socket path of the nginx in its own
-pod does not exist here (the socket's emptyDir is the app's pod's alone).
+exists on Kubernetes (its "kubernetes" entry says so, or why not) but the A/A
+twins.
 */}}
 {{- define "uds-lab.paths" -}}
 {{- $cat := include "uds-lab.catalogue" . | fromJson -}}
@@ -50,7 +50,7 @@ pod does not exist here (the socket's emptyDir is the app's pod's alone).
 {{- if not $want -}}
 {{- $want = list -}}
 {{- range $name, $p := $cat.paths -}}
-{{- if and (not $p.calibration) (not (and (eq $p.nginx "nginx") (eq $p.hop "socket"))) -}}
+{{- if and (not $p.calibration) $p.kubernetes.exists -}}
 {{- $want = append $want $name -}}
 {{- end -}}
 {{- end -}}
@@ -58,7 +58,7 @@ pod does not exist here (the socket's emptyDir is the app's pod's alone).
 {{- range $want -}}
 {{- $p := get $cat.paths . -}}
 {{- if not $p -}}{{- fail (printf "load.paths: %q is not a path of catalogue.json" .) -}}{{- end -}}
-{{- if and (eq $p.nginx "nginx") (eq $p.hop "socket") -}}{{- fail (printf "load.paths: %q reaches the app's socket from the nginx in its own pod, which Kubernetes cannot give it (the socket's emptyDir is the app's pod's alone): use its -lo twin" .) -}}{{- end -}}
+{{- if not $p.kubernetes.exists -}}{{- fail (printf "load.paths: %q does not exist on Kubernetes: %s (catalogue.json)" . $p.kubernetes.why) -}}{{- end -}}
 {{- end -}}
 {{- join "," $want -}}
 {{- end }}
