@@ -14,6 +14,9 @@ env = $(or $($(1)),$(shell scripts/dotenv.sh $(1)))
 # One run id per make invocation: `:=` asks the clock once (`?=` would ask it at
 # every use, and a second boundary between two uses would name two runs).
 TESTID := $(or $(TESTID),$(shell date +%Y%m%d-%H%M%S))
+# Prometheus's remote-write receiver, for k6 alone: on only where
+# PROMETHEUS_REMOTE_WRITE=true (.env or the command line); compose.yaml's flag.
+export PROMETHEUS_REMOTE_WRITE_FLAG := --$(if $(filter true,$(call env,PROMETHEUS_REMOTE_WRITE)),,no-)web.enable-remote-write-receiver
 # Services `make up` starts; empty means all of them.
 SERVICES ?=
 # Test tools built from source are cached here (scripts/test-deps.sh).
@@ -31,7 +34,8 @@ $(VENV)/.installed: report/requirements.txt report/requirements-dev.txt
 ##@ Lab
 
 # Prometheus's password (compose.yaml's secret: every endpoint of Prometheus
-# asks for it, so only k6 writes series). Generated once, kept out of git; the
+# asks for it, so only the lab reads its figures, and only k6, where switched
+# on, writes). Generated once, kept out of git; the
 # containers that hold it run as other users, so the file is 0644 in a folder
 # that is yours alone.
 PASSWORD_FILE := $(call env,PROMETHEUS_PASSWORD_FILE)
@@ -79,7 +83,7 @@ endef
 
 # The plan, the generator and, with PRECISION, its later batches: loadgen/run.sh
 # starts what the run's program, loadgen/drive.py, names.
-# k6 and wrk's runner say how long the plan runs before it starts, and which
+# The generators say how long the plan runs before it starts, and which
 # phase it is in as each one starts (both from loadgen/plan.py).
 run_plan = rc=0; COMPOSE="$(COMPOSE)" TESTID=$(TESTID) MODE=$(1) GENERATOR=$(2) PRECISION="$(call env,PRECISION)" \
 	SWEEP="$(call env,SWEEP)" SWEEP_RATES="$(call env,SWEEP_RATES)" SWEEP_TO="$(call env,SWEEP_TO)" \
@@ -87,22 +91,22 @@ run_plan = rc=0; COMPOSE="$(COMPOSE)" TESTID=$(TESTID) MODE=$(1) GENERATOR=$(2) 
 	loadgen/run.sh || rc=$$?; $(loaded); exit $$rc
 
 .PHONY: load
-load: ## Compare the paths at a fixed rate with k6: one stream interleaving every path (the answer), then paired rounds per path (the costs) (SCENARIO, RATE, INTERLEAVE, ROUNDS, DURATION, PATHS, SEED)
+load: ## Compare the paths at a fixed rate (openloop; GENERATOR=k6): one stream interleaving every path (the answer), then paired rounds per path (the costs) (SCENARIO, RATE, INTERLEAVE, ROUNDS, DURATION, PATHS, SEED)
 	$(lab_is_up)
-	@$(call run_plan,rate,k6)
+	@$(call run_plan,rate,$(or $(call env,GENERATOR),openloop))
 
 .PHONY: max
-max: ## Find each path's throughput limit (GENERATOR=k6, wrk, or oha for the direct paths; CONNECTIONS, DURATION, ROUNDS, PRECISION, PATHS, SEED)
+max: ## Find each path's throughput limit (wrk; GENERATOR=oha for the direct paths, or k6; CONNECTIONS, DURATION, ROUNDS, PRECISION, PATHS, SEED)
 	$(lab_is_up)
-	@$(call run_plan,max,$(call env,GENERATOR))
+	@$(call run_plan,max,$(or $(call env,GENERATOR),wrk))
 
-# Latency against load: each path at rising fixed rates (k6, or GENERATOR=oha) until it fails, or
-# flat out at rising connections (SWEEP=connections: wrk, which k6 on one core
-# could not match); report/sweep.py judges each step.
+# Latency against load: each path at rising fixed rates (openloop, or
+# GENERATOR=oha or k6) until it fails, or flat out at rising connections
+# (SWEEP=connections: wrk); report/sweep.py judges each step.
 .PHONY: sweep
 sweep: ## Latency against load: every path at rising fixed rates up to and past its limit (SWEEP_RATES or SWEEP_FROM/TO/STEPS, SWEEP_ROUNDS); SWEEP=connections: flat out at SWEEP_CONNECTIONS
 	$(lab_is_up)
-	@$(call run_plan,sweep,$(if $(filter connections,$(call env,SWEEP)),wrk,$(if $(filter oha,$(call env,GENERATOR)),oha,k6)))
+	@$(call run_plan,sweep,$(if $(filter connections,$(call env,SWEEP)),wrk,$(or $(call env,GENERATOR),openloop)))
 
 # The transports alone, no nginx, no HTTP: services/floor, in the lab's
 # network namespaces and CPU sets (catalogue.json's "floor").
@@ -144,7 +148,7 @@ down: ## Stop the lab; Prometheus and Grafana data are kept
 .PHONY: clean
 clean: ## Stop the lab and delete its volumes (Prometheus data too), the locally built images and what make up recorded
 	$(COMPOSE) --profile load --profile report --profile floor --profile notrack down --remove-orphans --volumes
-	docker image rm -f uds-lab/app:local uds-lab/nginx-log-exporter:local uds-lab/prometheus-auth:local uds-lab/floor:local uds-lab/wrk:local uds-lab/contract:local uds-lab/report:local uds-lab/notrack:local uds-lab/oha:$(call env,OHA_VERSION) \
+	docker image rm -f uds-lab/app:local uds-lab/openloop:local uds-lab/nginx-log-exporter:local uds-lab/prometheus-auth:local uds-lab/floor:local uds-lab/wrk:local uds-lab/contract:local uds-lab/report:local uds-lab/notrack:local uds-lab/oha:$(call env,OHA_VERSION) \
 		$$(for s in $$(scripts/stack.sh --list); do [ $$s = go ] || scripts/stack.sh $$s APP_IMAGE; done) >/dev/null 2>&1 || true
 	rm -f $(UP_ENV) $(CONTRACT_ENV)
 
@@ -162,7 +166,7 @@ logs: ## Follow the lab's logs
 k8s-up: ## Install or upgrade the lab on kubectl's current cluster and wait until ready (K8S_NAMESPACE, K8S_VALUES=<file>, K8S_SET="key=value ...")
 	scripts/k8s.sh up
 
-k8s-load: ## A run on the cluster: the k6 Job of K8S_PODS pods, each its execution segment; writes results/<run>/load.json, cluster.json (K8S_SET="load.rate=200 ...")
+k8s-load: ## A run on the cluster: the openloop Job of K8S_PODS pods, each every K8S_PODS-th request of one stream; writes results/<run>/load.json, cluster.json (K8S_SET="load.rate=200 ...")
 	scripts/k8s.sh load
 
 k8s-report: $(VENV)/.installed ## The report of the last cluster run (RUN=<id> for another), through a port-forward to the cluster's Prometheus
@@ -171,15 +175,15 @@ k8s-report: $(VENV)/.installed ## The report of the last cluster run (RUN=<id> f
 ##@ Development
 
 # The Go modules (each its own image).
-GO_SERVICES := services/app services/nginx-log-exporter services/prometheus-auth services/floor contract/checker contract/minimal-app
+GO_SERVICES := services/app services/nginx-log-exporter services/prometheus-auth services/floor contract/checker contract/minimal-app loadgen/openloop
 
 .PHONY: deps
-deps: ## Install the test tools that are missing (nginx, envsubst, wrk, promtool, the linters, helm, kubeconform, kube-score, kube-apiserver and etcd; k6 when its test first runs)
+deps: ## Install the test tools that are missing (nginx, envsubst, wrk, promtool, the linters, helm, kubeconform, kube-score, kube-apiserver and etcd; oha when its test first runs)
 	scripts/test-deps.sh
 
 .PHONY: check
 check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, dashboards
-	@test -z "$$(gofmt -l services contract tests)" || { gofmt -l services contract tests; echo "gofmt: files above need formatting"; exit 1; }
+	@test -z "$$(gofmt -l services contract tests loadgen)" || { gofmt -l services contract tests loadgen; echo "gofmt: files above need formatting"; exit 1; }
 	for m in $(GO_SERVICES) tests; do (cd $$m && go vet ./...); done
 	cd tests && go test -count=1 ./static/...
 

@@ -22,9 +22,11 @@ OUT = Path(__file__).resolve().parent / "dashboards"
 # The uid provisioned in grafana/provisioning/datasources/prometheus.yaml.
 DS = {"type": "prometheus", "uid": "uds-lab-prometheus"}
 
-# Label selectors of the dashboards' own variables.
-K6 = 'testid=~"$testid", path=~"$path"'
-NGX = 'path=~"$path"'
+# Label selectors of the dashboards' own variables, each naming its job: a
+# series of the same name from another target (the app under test) is not
+# the generator's or nginx's.
+GEN = 'job="openloop", testid=~"$testid", path=~"$path"'
+NGX = 'job="nginx-log", path=~"$path"'
 # Either load generator's container in cAdvisor (only one runs at a time).
 LOADGEN = f'container_label_com_docker_compose_service=~"{"|".join(GENERATORS)}"'
 # The generators in words: any of them, and those that push nothing to Prometheus.
@@ -33,7 +35,7 @@ ANY_GEN, SILENT = words(GENERATORS), words(SILENT_GENERATORS, "and")
 # One colour per path (the catalogue's, as in the report) and per listener, the same on every panel.
 COLOURS = {
     **PATH_COLOURS,
-    "unix": "green", "app": "purple", "nginx": "yellow", "k6": "light-blue",
+    "unix": "green", "app": "purple", "nginx": "yellow", "openloop": "light-blue",
 }
 
 
@@ -158,8 +160,8 @@ CORES = {
     "current": {"text": ".*", "value": ".*"},
 }
 
-TESTID = query_var("testid", "Test run", "label_values(k6_http_reqs_total, testid)")
-PATH = query_var("path", "Path", "label_values(k6_http_reqs_total, path)")
+TESTID = query_var("testid", "Test run", 'label_values(openloop_requests_total{job="openloop"}, testid)')
+PATH = query_var("path", "Path", 'label_values(openloop_requests_total{job="openloop"}, path)')
 
 
 def layout(panels):
@@ -177,11 +179,11 @@ def layout(panels):
 
 # Each phase of a run as a region on the time axis, named by path and round.
 PHASES = {
-    "name": "Phases (k6)",
+    "name": "Phases (openloop)",
     "datasource": DS,
     "enable": True,
     "iconColor": "rgba(138, 184, 255, 0.6)",
-    "expr": 'sum by (path, round) (rate(k6_http_reqs_total{testid=~"$testid"}[15s])) > 0',
+    "expr": 'sum by (path, round) (rate(openloop_requests_total{job="openloop", testid=~"$testid"}[15s])) > 0',
     "step": "5s",
     "titleFormat": "{{path}} round {{round}}",
     "tagKeys": "path,round",
@@ -189,13 +191,13 @@ PHASES = {
 }
 
 
-# A sweep's steps (make sweep with k6): each step a region, named by its level.
+# A sweep's steps (make sweep with openloop): each step a region, named by its level.
 SWEEP_STEPS = {
-    "name": "Sweep steps (k6)",
+    "name": "Sweep steps (openloop)",
     "datasource": DS,
     "enable": True,
     "iconColor": "rgba(255, 152, 48, 0.6)",
-    "expr": 'sum by (step, level) (rate(k6_http_reqs_total{testid=~"$testid", step!=""}[15s])) > 0',
+    "expr": 'sum by (step, level) (rate(openloop_requests_total{job="openloop", testid=~"$testid", step!=""}[15s])) > 0',
     "step": "5s",
     "titleFormat": "sweep step {{step}}: {{level}}",
     "tagKeys": "step,level",
@@ -247,9 +249,9 @@ def quantiles(metric, sel, by, qs=(0.5, 0.95, 0.99), classic=False):
 
 def by_active_path(expr):
     """A cost with no path label (a whole process's or container's), shown as the
-    path k6 was driving at that moment (the one with the most k6 requests in the
-    window), so each path has its own colour. Only one path runs at a time."""
-    active = f"topk(1, sum by (path) (rate(k6_http_reqs_total{{{K6}}}[$__rate_interval])))"
+    path the generator was driving at that moment (the one with the most of its
+    requests in the window), so each path has its own colour. Only one path runs at a time."""
+    active = f"topk(1, sum by (path) (rate(openloop_requests_total{{{GEN}}}[$__rate_interval])))"
     return target(f"0 * {active} + on() group_left() ({expr})", "{{path}}")
 
 
@@ -258,8 +260,8 @@ MEASURED = 'phase="measure"'
 
 
 def p50_of(path):
-    h = "k6_http_req_duration_seconds"
-    return f'histogram_quantile(0.5, sum(rate({h}{{testid=~"$testid", {MEASURED}, path="{path}"}}[$__range])))'
+    h = "openloop_request_duration_seconds"
+    return f'histogram_quantile(0.5, sum(rate({h}{{job="openloop", testid=~"$testid", {MEASURED}, path="{path}"}}[$__range])))'
 
 
 def breakdown_targets():
@@ -280,10 +282,10 @@ def breakdown_targets():
 
 def ratio_to_tcp(q):
     """Each path's client latency quantile over the whole range, divided by the baseline's."""
-    h = "k6_http_req_duration_seconds"
+    h = "openloop_request_duration_seconds"
     return target(
-        f'histogram_quantile({q}, sum by (path) (rate({h}{{testid=~"$testid", {MEASURED}}}[$__range])))'
-        f' / on() group_left() histogram_quantile({q}, sum(rate({h}{{testid=~"$testid", {MEASURED}, '
+        f'histogram_quantile({q}, sum by (path) (rate({h}{{job="openloop", testid=~"$testid", {MEASURED}}}[$__range])))'
+        f' / on() group_left() histogram_quantile({q}, sum(rate({h}{{job="openloop", testid=~"$testid", {MEASURED}, '
         f'path="{BASELINE}"}}[$__range])))',
         "{{path}}",
     )
@@ -292,7 +294,7 @@ def ratio_to_tcp(q):
 # The paths dashboard's shared selectors: the app's load requests, the requests either
 # nginx handled on the lab's paths (both log to nginx-log-exporter), both nginx's containers.
 PER_REQ = f"sum(rate(app_http_requests_total{{{LOAD}}}[$__rate_interval]))"
-NGINX_REQ = 'sum(rate(nginx_location_requests_total{path!="other"}[$__rate_interval]))'
+NGINX_REQ = 'sum(rate(nginx_location_requests_total{job="nginx-log", path!="other"}[$__rate_interval]))'
 NGINX_SVCS = f'container_label_com_docker_compose_service=~"{"|".join(CATALOGUE["nginx"])}"'
 
 
@@ -321,7 +323,7 @@ def against_tcp_panels():
         row("Each path against tcp (whole time range)"),
         stat(
             "Client latency p50, ratio to tcp",
-            "Median request duration as k6 saw it over the selected time range, divided by the tcp path's. "
+            "Median duration of the generator's successful requests over the selected time range, divided by the tcp path's. "
             "Below 1: faster than TCP with a new connection per request. Needs a run that covered tcp.",
             [ratio_to_tcp(0.5)],
             "none",
@@ -354,17 +356,17 @@ def load_and_latency_panels():
     return [
         row("Load and latency"),
         timeseries(
-            "Requests/s per path (k6)",
-            "Requests k6 completed per second. At a fixed rate each path should hold RATE while it runs; one "
-            "below it could not keep up, or k6 could not (see the load generator dashboard).",
-            [target(f"sum by (path) (rate(k6_http_reqs_total{{{K6}}}[$__rate_interval]))", "{{path}}")],
+            "Requests/s per path (openloop)",
+            "Requests the generator completed per second. At a fixed rate each path should hold RATE while it runs; "
+            "one below it could not keep up, or the generator could not (see the load generator dashboard).",
+            [target(f"sum by (path) (rate(openloop_requests_total{{{GEN}}}[$__rate_interval]))", "{{path}}")],
             "reqps",
         ),
         timeseries(
-            "Client latency per path (k6): p50, p95, p99",
-            "Request duration as the client sees it (nginx, the hop to the app, the app), per time window "
-            "from k6's native histograms.",
-            quantiles("k6_http_req_duration_seconds", K6, "path"),
+            "Client latency per path (openloop): p50, p95, p99",
+            "Successful requests' duration as the client sees it (nginx, the hop to the app, the app), from its "
+            "actual send, per time window from the generator's native histograms.",
+            quantiles("openloop_request_duration_seconds", GEN, "path"),
             "s",
         ),
         timeseries(
@@ -376,17 +378,17 @@ def load_and_latency_panels():
         ),
         timeseries(
             "Errors per path",
-            "k6's failed requests per second (non-2xx/3xx or transport error) and nginx's 5xx answers per location. "
-            "Anything above zero makes that path's figures incomparable. nginx's 502, 503 and 504 series exist "
-            "from the start, so a short outage shows; k6 creates its failed-requests series at the first failure, "
-            "so its first burst may not (rate() needs an earlier sample): trust nginx's line for that.",
+            "The generator's failed requests per second (not 2xx/3xx, or no response) and nginx's 5xx answers per "
+            "location. Anything above zero makes that path's figures incomparable. nginx's 502, 503 and 504 series "
+            "exist from the start, so a short outage shows; the generator creates a status's series at its first "
+            "request, so its first burst may not (rate() needs an earlier sample): trust nginx's line for that.",
             [
                 target(
                     or_zero(
-                        f'sum by (path) (rate(k6_http_reqs_total{{{K6}, expected_response="false"}}[$__rate_interval]))',
-                        f"sum by (path) (rate(k6_http_reqs_total{{{K6}}}[$__rate_interval]))",
+                        f'sum by (path) (rate(openloop_requests_total{{{GEN}, status!~"[23].."}}[$__rate_interval]))',
+                        f"sum by (path) (rate(openloop_requests_total{{{GEN}}}[$__rate_interval]))",
                     ),
-                    "k6 {{path}}",
+                    "openloop {{path}}",
                 ),
                 target(
                     or_zero(
@@ -449,7 +451,7 @@ def cost_per_request_panels():
         timeseries(
             "App context switches per request",
             "The app process's own context switches (app_process_context_switches_total from getrusage: voluntary, "
-            "when it blocks on a socket, plus involuntary) per request it served, coloured by the path k6 was "
+            "when it blocks on a socket, plus involuntary) per request it served, coloured by the path the generator was "
             "driving: what the path makes the app do, without the host's background. Empty for an app that does "
             "not export the metric.",
             [by_active_path(f"sum(rate(app_process_context_switches_total{{{APP}}}[$__rate_interval])) / {PER_REQ}")],
@@ -458,15 +460,15 @@ def cost_per_request_panels():
         timeseries(
             "nginx CPU per request (cAdvisor)",
             "CPU microseconds the nginx containers (nginx and nginx-lo: one is busy at a time) used per request "
-            "they handled (cAdvisor CPU rate / access-log request rate), coloured by the path k6 was driving. Opening "
+            "they handled (cAdvisor CPU rate / access-log request rate), coloured by the path the generator was driving. Opening "
             "upstream connections is nginx's main extra cost on the new-connection paths.",
             [by_active_path(f"1e6 * sum(rate(container_cpu_usage_seconds_total{{{NGINX_SVCS}}}[$__rate_interval])) / {NGINX_REQ}")],
             "µs",
         ),
         timeseries(
             "Context switches per request (host)",
-            "The whole host's context switches per request nginx handled, coloured by the path k6 was driving. The "
-            "host's background (Prometheus, Docker, k6: tens per request at 500 req/s) is counted too, so paths "
+            "The whole host's context switches per request nginx handled, coloured by the path the generator was driving. The "
+            "host's background (Prometheus, Docker, the generator: tens per request at 500 req/s) is counted too, so paths "
             "differ little here: see App context switches per request, and the report's figure above the run's "
             "idle baseline.",
             [by_active_path(f"sum(rate(node_context_switches_total[$__rate_interval])) / {NGINX_REQ}")],
@@ -476,7 +478,7 @@ def cost_per_request_panels():
             f"{title} per request on the server cores",
             f"The {title.lower()} time of the cores in Server cores (set it to NGINX_CPUSET and APP_CPUSET: with "
             "nothing else pinned there, it is nginx's, the app's and the kernel's work for them) per request nginx "
-            f"handled, coloured by the path k6 was driving. {why} The report gives the same per phase, with "
+            f"handled, coloured by the path the generator was driving. {why} The report gives the same per phase, with "
             "intervals, when the lab is pinned.",
             [by_active_path(f'1e6 * sum(rate(node_cpu_seconds_total{{mode="{mode}",cpu=~"$cores"}}[$__rate_interval])) / {NGINX_REQ}')],
             "µs",
@@ -526,11 +528,11 @@ def sweep_panels():
         row("A sweep (make sweep): each path at rising rates"),
         timeseries(
             f"{SWEEP_TITLE}requests/s per path at each step",
-            "make sweep holds each step's rate on every path in turn (k6's constant arrival rate; the steps are "
+            "make sweep holds each step's rate on every path in turn (openloop's open loop; the steps are "
             "annotated): a path below its step's level could not keep up there. A sweep of connections runs wrk, "
             "which reports to make report only. make report gives each step with its interval, each path's knee "
             "and how it failed.",
-            [target(f'sum by (path, level) (rate(k6_http_reqs_total{{{K6}, {MEASURED}, level!=""}}[$__rate_interval]))',
+            [target(f'sum by (path, level) (rate(openloop_requests_total{{{GEN}, {MEASURED}, level!=""}}[$__rate_interval]))',
                     "{{path}} at {{level}}")],
             "reqps",
         ),
@@ -538,7 +540,7 @@ def sweep_panels():
             f"{SWEEP_TITLE}client p50 and p99 per path at each step (log)",
             "The client's latency as each step's rate rises: the median stays flat while a path has headroom; the "
             "p99 climbs first, where queueing starts (the knee).",
-            [target(f'histogram_quantile({q}, sum by (path, level) (rate(k6_http_req_duration_seconds{{{K6}, '
+            [target(f'histogram_quantile({q}, sum by (path, level) (rate(openloop_request_duration_seconds{{{GEN}, '
                     f'{MEASURED}, level!=""}}[$__rate_interval])))', f"{{{{path}}}} p{round(q * 100)} at {{{{level}}}}")
              for q in (0.5, 0.99)],
             "s",
@@ -576,31 +578,32 @@ BY_SERVICE = "container_label_com_docker_compose_service"
 
 
 def client_panels():
-    """What the generator drove: requests per path, dropped iterations, VUs."""
+    """What the generator drove: requests per path, late and dropped requests, requests in flight."""
     return [
         text(
             "Is the client the limit?",
-            "A benchmark measures the server only while the load generator keeps up. If k6 drops iterations, runs "
-            f"out of VUs, or the generator ({ANY_GEN}) uses all the CPU it was given (`LOADGEN_CPUS`), the figures on "
-            "the other dashboards describe the generator, not the paths: lower `RATE` or give it more CPU. "
-            f"**{SILENT}** (`make max GENERATOR=wrk`, ...) send nothing to Prometheus (their figures are in the run's "
-            "`load.json` and report): for them, read their CPU, their throttling and nginx's requests per path; the "
-            "panels marked *k6 only* and the *Test run* list stay empty.",
+            "A benchmark measures the server only while the load generator keeps up. If openloop sends requests "
+            f"late or drops them, or the generator ({ANY_GEN}) uses all the CPU it was given (`LOADGEN_CPUS`), the "
+            "figures on the other dashboards describe the generator, not the paths: lower `RATE` or give it more CPU. "
+            f"**{SILENT}** (`make max`, ...) send nothing to Prometheus (their figures are in the run's `load.json` "
+            "and report), nor does k6 to these panels (its own series, by remote write): for them, read their CPU, "
+            "their throttling and nginx's requests per path; the panels marked *openloop* and the *Test run* list "
+            "stay empty.",
             h=4,
         ),
         timeseries(
-            "Requests/s per path vs iterations dropped (k6 only)",
-            "Completed requests per second per path, and iterations k6 could not start on time "
-            f"(dropped_iterations): any drop means the fixed rate was not held. Empty under {SILENT}, which push no "
-            "metrics: see nginx's requests per path beside it.",
+            "Requests/s per path vs requests dropped (openloop)",
+            "Completed requests per second per path, and requests due but never sent because "
+            "OPENLOOP_MAX_IN_FLIGHT were in flight: any drop means the fixed rate was not held. Empty under "
+            f"{SILENT}: see nginx's requests per path beside it.",
             [
-                target(f"sum by (path) (rate(k6_http_reqs_total{{{K6}}}[$__rate_interval]))", "{{path}}"),
+                target(f"sum by (path) (rate(openloop_requests_total{{{GEN}}}[$__rate_interval]))", "{{path}}"),
                 target(
                     or_zero(
-                        'sum by (scenario) (rate(k6_dropped_iterations_total{testid=~"$testid"}[$__rate_interval]))',
-                        'sum by (scenario) (rate(k6_iterations_total{testid=~"$testid"}[$__rate_interval]))',
+                        f"sum by (path) (rate(openloop_dropped_requests_total{{{GEN}}}[$__rate_interval]))",
+                        f"sum by (path) (rate(openloop_requests_total{{{GEN}}}[$__rate_interval]))",
                     ),
-                    "dropped {{scenario}}",
+                    "dropped {{path}}",
                 ),
             ],
             "reqps",
@@ -613,13 +616,11 @@ def client_panels():
             "reqps",
         ),
         timeseries(
-            "Virtual users (k6 only)",
-            "VUs busy and the most k6 may start (maxVUs). Busy VUs = rate × latency; when they reach the maximum, "
-            "requests queue in k6. wrk has no VUs: it keeps CONNECTIONS connections busy for a whole phase.",
-            [
-                target('sum(k6_vus{testid=~"$testid"})', "VUs"),
-                target('sum(k6_vus_max{testid=~"$testid"})', "VUs max"),
-            ],
+            "Requests in flight (openloop)",
+            "Requests sent and not yet come back: rate × latency. Open loop, it grows without bound when a path "
+            "stalls, up to OPENLOOP_MAX_IN_FLIGHT, past which requests are dropped. wrk keeps CONNECTIONS "
+            "connections busy for a whole phase instead.",
+            [target('sum(openloop_requests_in_flight{job="openloop", testid=~"$testid"})', "in flight")],
             "short",
         ),
     ]
@@ -654,30 +655,33 @@ def generator_cpu_panels():
             "percentunit",
         ),
         timeseries(
-            "Client-side connection time per path (k6 only)",
-            "Time k6 waited for a free connection (blocked) and to open one (connecting) to nginx, p99. k6 keeps "
-            "its connections to nginx alive, so both stay near zero; a rise means k6 itself is short of resources. "
-            "wrk opens its connections once per phase and reports no such timing.",
-            [
-                target(f"histogram_quantile(0.99, sum by (path) (rate(k6_http_req_blocked_seconds{{{K6}}}[$__rate_interval])))", "blocked {{path}}"),
-                target(f"histogram_quantile(0.99, sum by (path) (rate(k6_http_req_connecting_seconds{{{K6}}}[$__rate_interval])))", "connecting {{path}}"),
-            ],
-            "s",
+            "Requests sent late per path (openloop)",
+            "The share of requests sent more than 1 ms behind their due time: the generator, not the path, set the "
+            "pace. Above 1% the report warns; every request is also timed from its due time (load.json's "
+            "scheduled_ms), so a stall shows in the latency either way.",
+            [target(
+                or_zero(
+                    f"sum by (path) (rate(openloop_late_requests_total{{{GEN}}}[$__rate_interval]))",
+                    f"sum by (path) (rate(openloop_requests_total{{{GEN}}}[$__rate_interval]))",
+                ) + f" / sum by (path) (rate(openloop_requests_total{{{GEN}}}[$__rate_interval]))",
+                "late {{path}}",
+            )],
+            "percentunit",
         ),
     ]
 
 
 def load_dashboard():
-    """Whether the load generator kept up. k6 pushes its own metrics to
-    Prometheus; wrk has no such output (its figures go to load.json only), so
-    for wrk the panels show what the rest of the lab sees of it: its container's
-    CPU and throttling (cAdvisor) and the requests nginx logged per path."""
+    """Whether the load generator kept up. Prometheus scrapes openloop as it
+    runs; wrk and oha have no such output (their figures go to load.json only),
+    so for them the panels show what the rest of the lab sees of them: their
+    container's CPU and throttling (cAdvisor) and the requests nginx logged per path."""
     panels = client_panels() + generator_cpu_panels()
     return dashboard(
         "uds-lab-load",
         "uds-lab: load generator",
-        "Whether the load generator kept up: its CPU and throttling (k6 or wrk), and k6's VUs, dropped iterations "
-        "and connection times.",
+        f"Whether the load generator kept up: its CPU and throttling ({ANY_GEN}), and openloop's late, dropped "
+        "and in-flight requests.",
         panels,
         [TESTID, PATH],
     )
@@ -719,7 +723,7 @@ def host_panels(services):
         ),
         timeseries(
             "Context switches and interrupts/s (host)",
-            "Every request wakes k6, nginx and the app; every new connection adds more.",
+            "Every request wakes the generator, nginx and the app; every new connection adds more.",
             [
                 target("rate(node_context_switches_total[$__rate_interval])", "context switches"),
                 target("rate(node_intr_total[$__rate_interval])", "interrupts"),
@@ -729,7 +733,7 @@ def host_panels(services):
         timeseries(
             "CPU per compose service (cAdvisor)",
             "Cores used by each service's container. The lab's own monitoring (Prometheus, cAdvisor, exporters) "
-            "shares the machine: it should stay small next to nginx, the app and k6.",
+            "shares the machine: it should stay small next to nginx, the app and the generator.",
             [target(f"sum by (container_label_com_docker_compose_service) (rate(container_cpu_usage_seconds_total{{{services}}}[$__rate_interval]))", "{{container_label_com_docker_compose_service}}")],
             "short",
             stack=True,
@@ -773,7 +777,7 @@ def process_panels():
         ),
         timeseries(
             "nginx connections (stub_status)",
-            "nginx's client connections by state: k6 keeps a few alive; waiting = idle keepalive.",
+            "nginx's client connections by state: the generator keeps a few alive; waiting = idle keepalive.",
             [target("nginx_connections_active", "active"), target("nginx_connections_waiting", "waiting")],
             "short",
         ),

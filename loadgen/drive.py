@@ -19,8 +19,8 @@ own (its CPU set, network namespace and group: compose.yaml's), and a
 program in a container could start others only with the Docker socket,
 which is root on the host. What a run is made of:
 
-- a run: its plan (plan.py; k6 reads plan.json, wrk's and oha's runners
-  build the same plan in-process), the generator, done;
+- a run: its plan (plan.py; openloop and k6 read plan.json, wrk's and
+  oha's runners build the same plan in-process), the generator, done;
 - PRECISION: after the first batch, report/precision.py sizes one more from
   its spread (Stein's second stage), which continues the run's order of
   paths (FIRST_ROUND, ROUNDS, SEED) and is merged into its load.json;
@@ -44,6 +44,8 @@ import plan as runplan  # noqa: E402 (beside this file, as wrk_runner.py takes i
 from report import precision, sweep  # noqa: E402
 
 STATE = "drive.json"
+# The programs that read the plan from its file (the others build it in-process).
+PLAN_FILE_READERS = ("openloop", "k6", "floor")
 # make sweep's top when none is given: every path flat out for this long (wrk).
 PROBE = {"MODE": "max", "GENERATOR": "wrk", "ROUNDS": 1, "DURATION": 3, "WARMUP": 1, "IDLE": 0, "PRECISION": ""}
 PROBE_FACTOR = 1.2
@@ -65,15 +67,15 @@ def needs_probe(env):
 
 def generate(state, env, run_dir):
     """Plan the next batch or step with the run's settings so far and say
-    which generator runs it. k6 reads the plan's file; wrk's and oha's
-    runners build the same plan from the same settings."""
+    which generator runs it. openloop and k6 read the plan's file; wrk's and
+    oha's runners build the same plan from the same settings."""
     settings = {**env, **{k: str(v) for k, v in state["settings"].items()}}
     catalogue = runplan.read_catalogue(settings)
     floor = env.get("MODE") == "floor"
     doc = runplan.floor_build(settings, catalogue) if floor else runplan.build(settings, catalogue)
-    gen = "floor" if floor else env.get("GENERATOR") or "k6"
+    gen = "floor" if floor else doc["settings"]["generator"]
     out = dict(state["settings"])
-    if gen in ("k6", "floor"):
+    if gen in PLAN_FILE_READERS:
         name = runplan.file_names(doc["first_round"], doc["settings"].get("step", 1))[0]
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / name).write_text(json.dumps(doc, indent=2))
@@ -110,8 +112,8 @@ def judged(state, env, run_dir, lines, nxt):
 
 
 def after_sweep_step(state, env, run_dir, rc):
-    """Judge the step just run (past a path's limit k6's thresholds fail, as
-    expected: the judge says what that means); the next step or done."""
+    """Judge the step just run (past a path's limit more than 1% of requests
+    fail, as expected: the judge says what that means); the next step or done."""
     step = int(state["settings"].get("SWEEP_STEP", 1))
     wrote = run_dir / ("load.json" if step == 1 else runplan.file_names(1, step)[1])
     if not wrote.is_file():

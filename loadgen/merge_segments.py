@@ -1,95 +1,115 @@
 #!/usr/bin/env python3
-"""One load.json from the load.json of each k6 pod of a Kubernetes run
-(scripts/k8s.sh load): the pods ran the same plan, each its execution
-segment of it (k6 --execution-segment), so their phases are the same phases
-at the same times, each with its share of the requests.
+"""One load.json from the load.json of each openloop pod of a Kubernetes run
+(scripts/k8s.sh load): the pods ran the same plan, pod i of n sending every
+request of each phase's stream whose index is i modulo n
+(OPENLOOP_SEGMENT), so their phases are the same phases at the same times,
+each with its share of every block of every path.
 
-Counts add up (requests, failures, dropped iterations, statuses, a block's
-requests), and a mean and a maximum merge exactly. A quantile does not: k6
-keeps no histogram in its summary, so a merged quantile (a block's median
-included) is the request-weighted mean of the pods' own quantiles, not the
-quantile of their pooled requests. The output says so in "segments", and the
-report names it. Each pair of a block is still measured at the same instant
-in every pod, so the answer stays paired in time.
+The merge is exact: counts add up (requests, failures, late and dropped
+requests, statuses), and every duration figure, a block's median included,
+is read from the sum of the pods' HDR histograms (load.json's hdr), which is
+the histogram of their pooled requests. A file without histograms (k6's) is
+refused, naming it.
 
     merge_segments.py OUT IN...   (exit 2, naming the file, when they differ)
 """
 import json
 import sys
 
+from hdrh.histogram import HdrHistogram
+
+# openloop's histograms: microseconds, 3 significant digits (loadgen/openloop/record.go).
+LOWEST, DIGITS = 1, 3
+
 
 class MergeError(Exception):
     pass
 
 
-def weighted(values, weights):
-    """The weighted mean of the values that exist (None: none exists)."""
-    pairs = [(v, w) for v, w in zip(values, weights) if v is not None and w]
-    total = sum(w for _, w in pairs)
-    return sum(v * w for v, w in pairs) / total if total else None
-
-
-def durations(ds, counts):
-    """Merged request durations: max exact, the mean exact, quantiles weighted."""
-    keys = {k for d in ds for k in d}
-    out = {}
-    for k in sorted(keys):
-        vals = [d.get(k) for d in ds]
-        if k == "max":
-            out[k] = max(v for v in vals if v is not None)
-        else:
-            v = weighted(vals, counts)
-            if v is not None:
-                out[k] = v
+def added(encoded):
+    """The sum of HDR histograms (HdrHistogram's compressed base64)."""
+    hists = [HdrHistogram.decode(e) for e in encoded]
+    out = HdrHistogram(LOWEST, max(h.highest_trackable_value for h in hists), DIGITS)
+    for h in hists:
+        out.add(h)
     return out
 
 
-def merge_counts(items, key="requests"):
-    """Merged phase (or path) figures: counts summed, rates and durations weighted."""
-    counts = [it.get(key, 0) for it in items]
+def durations(h):
+    """load.json's quantiles (ms) of a histogram of µs, as openloop writes them."""
+    if h.get_total_count() == 0:
+        return {}
+    ms = {f"p{k}": h.get_value_at_percentile(q) / 1000
+          for k, q in (("50", 50), ("90", 90), ("95", 95), ("99", 99), ("999", 99.9))}
+    return {"avg": h.get_mean_value() / 1000, **ms, "max": h.get_max_value() / 1000}
+
+
+def count(items, share, key="requests"):
+    """A count the items give as a share of their requests, summed."""
+    return sum(round(it.get(share, 0) * it.get(key, 0)) for it in items)
+
+
+def merge_figures(items):
+    """Merged phase (or path) figures: counts summed, durations from the summed histograms."""
     out = dict(items[0])
-    out[key] = sum(counts)
-    out["failed_rate"] = weighted([it.get("failed_rate", 0) for it in items], counts) or 0
-    if "dropped_iterations" in out:
-        out["dropped_iterations"] = sum(it.get("dropped_iterations", 0) for it in items)
-    if "duration_ms" in out:
-        out["duration_ms"] = durations([it.get("duration_ms", {}) for it in items], counts)
+    out["requests"] = sum(it["requests"] for it in items)
+    for share in ("failed_rate", "late_rate"):
+        if share in out:
+            out[share] = count(items, share) / out["requests"] if out["requests"] else 0
+    for key in ("dropped_iterations",):
+        if key in out:
+            out[key] = sum(it[key] for it in items)
     if "statuses" in out:
         out["statuses"] = {k: sum(it["statuses"].get(k, 0) for it in items) for k in out["statuses"]}
+    if "hdr" in out:
+        sent, due = added([it["hdr"]["sent"] for it in items]), added([it["hdr"]["due"] for it in items])
+        out["duration_ms"], out["scheduled_ms"] = durations(sent), durations(due)
+        out["hdr"] = {"sent": sent.encode().decode(), "due": due.encode().decode()}
     return out
+
+
+def merge_block(blocks):
+    h = added([b["hdr"] for b in blocks])
+    return {"requests": sum(b["requests"] for b in blocks), "failed": sum(b["failed"] for b in blocks),
+            "p50": h.get_value_at_percentile(50) / 1000 if h.get_total_count() else None,
+            "hdr": h.encode().decode()}
 
 
 def merge_phase(phases):
-    out = merge_counts(phases)
+    out = merge_figures(phases)
     if "by_path" in out:
         by_path = {}
         for p in out["by_path"]:
             per = [ph["by_path"][p] for ph in phases]
-            m = merge_counts(per)
-            m["blocks"] = [
-                {"requests": sum(b["requests"] for b in bs),
-                 "p50": weighted([b["p50"] for b in bs], [b["requests"] for b in bs])}
-                for bs in zip(*(q["blocks"] for q in per))
-            ]
+            m = merge_figures(per)
+            m["blocks"] = [merge_block(bs) for bs in zip(*(q["blocks"] for q in per))]
             by_path[p] = m
         out["by_path"] = by_path
     return out
 
 
-def merge(docs, names):
+def check(docs, names):
     first = docs[0]
-    for doc, name in zip(docs[1:], names[1:]):
+    for doc, name in zip(docs, names):
+        if any("hdr" not in p for p in doc["phases"]):
+            raise MergeError(f"{name}: no histograms (hdr): not openloop's, cannot be merged exactly")
         for key in ("testid", "settings", "urls"):
             if doc.get(key) != first.get(key):
                 raise MergeError(f"{name}: its {key} differs from {names[0]}'s: not segments of one run")
         if [p["name"] for p in doc["phases"]] != [p["name"] for p in first["phases"]]:
             raise MergeError(f"{name}: its phases differ from {names[0]}'s: not segments of one run")
-    out = dict(first)
+
+
+def merge(docs, names):
+    check(docs, names)
+    out = dict(docs[0])
     starts = [d["start_ms"] for d in docs if d.get("start_ms") is not None]
     out["start_ms"] = min(starts) if starts else None
     out["phases"] = [merge_phase(list(ps)) for ps in zip(*(d["phases"] for d in docs))]
-    out["totals"] = merge_counts([d["totals"] for d in docs])
-    out["thresholds_failed"] = sorted({t for d in docs for t in d.get("thresholds_failed", [])})
+    requests = sum(d["totals"]["requests"] for d in docs)
+    failed = count([d["totals"] for d in docs], "failed_rate")
+    out["totals"] = {"requests": requests, "failed_rate": failed / requests if requests else 0}
+    out["thresholds_failed"] = ["http_req_failed"] if out["totals"]["failed_rate"] > 0.01 else []
     out["segments"] = {
         "pods": len(docs),
         "requests": [d["totals"]["requests"] for d in docs],

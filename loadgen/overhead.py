@@ -3,7 +3,7 @@
 lab's observing costs (full against bare) and what the framework costs (the
 Gin app against the minimal net/http app, both bare), round by round.
 
-Reads <dir>/<setup>-r<round>/max.json (wrk flat out) and rate.json (k6 at a
+Reads <dir>/<setup>-r<round>/max.json (wrk flat out) and rate.json (openloop at a
 fixed rate), both in load.json's format; writes <dir>/overhead.json and
 overhead.md and prints the latter. Rounds pair up: round k of one setup is
 compared with round k of the other, so drift between rounds cancels.
@@ -128,7 +128,7 @@ def summarize(runs):
     result["warnings"] = [
         f"{setup} round {r} {path}: " + ", ".join(
             ([f"{v['failed_rate']:.2%} of requests failed"] if v["failed_rate"] > 0 else [])
-            + ([f"k6 dropped {v['dropped']} iterations at the fixed rate"] if v["dropped"] > 0 else []))
+            + ([f"the generator dropped {v['dropped']} requests at the fixed rate"] if v["dropped"] > 0 else []))
         for setup, rounds in sorted(runs.items()) for r, paths in sorted(rounds.items())
         for path, v in paths.items() if v["failed_rate"] > 0 or v["dropped"] > 0
     ]
@@ -143,7 +143,7 @@ def markdown(result, settings):
     lines = ["# What the lab costs (make overhead)", ""]
     lines.append(
         f"{settings}. Medians over paired rounds, (min to max) in brackets. Throughput: wrk flat out; "
-        "latency: k6's median at the fixed rate. A spread that includes no change reads "
+        "latency: the generator's median at the fixed rate. A spread that includes no change reads "
         f"\"no measurable\"; the budget is {1 - GOAL:.0%} of the bare pair's throughput on every path."
     )
     for label, c in result["comparisons"].items():
@@ -181,7 +181,7 @@ def main(argv):
     r = json.loads(next(root.glob("*/rate.json")).read_text())["settings"]
     settings = (
         f"Paths {', '.join(s['paths'])}; wrk {s['connections']} connections for {s['duration']} s, "
-        f"k6 at {r['rate']} req/s for {r['duration']} s, workload {', '.join(s['workloads'])}"
+        f"{r['generator']} at {r['rate']} req/s for {r['duration']} s, workload {', '.join(s['workloads'])}"
     )
     result = summarize(runs)
     result["settings"] = {"max": s, "rate": r}

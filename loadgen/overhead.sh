@@ -13,7 +13,7 @@
 #   minimal  bare, with the minimal net/http app (contract/minimal-app) in
 #            place of the Gin app: what the framework costs
 # In each setup and round, every path in PATHS: wrk flat out for DURATION
-# seconds (the throughput limit), then k6 at RATE (the median latency), each
+# seconds (the throughput limit), then openloop at RATE (the median latency), each
 # after WARMUP seconds of warm-up per path. Neither generator writes to
 # Prometheus here (it would be stopped in bare), so the client side is the
 # same in every setup. NGINX_CPUSET, APP_CPUSET and LOADGEN_CPUSET pin as in
@@ -85,7 +85,7 @@ setup() {
   sleep "$SETTLE"
 }
 
-# measure SETUP ROUND: the limit (wrk) and the latency at RATE (k6) of every
+# measure SETUP ROUND: the limit (wrk) and the latency at RATE (openloop) of every
 # path, into results/<TESTID>/<setup>-r<round>/{max,rate}.json (each generator
 # writes results/<its TESTID>/load.json; a TESTID has no slash).
 measure() {
@@ -96,11 +96,11 @@ measure() {
   # latency need no background to subtract).
   TESTID=$id ROUNDS=1 IDLE=0 "${COMPOSE[@]}" --profile load run --rm --no-deps --user "$user" wrk >"$dir/wrk.log"
   mv "results/$id/load.json" "$dir/max.json"
-  # k6 runs the plan plan.py writes (make load: loadgen/drive.py writes it), here in the wrk image.
-  TESTID=$id ROUNDS=1 IDLE=0 MODE=rate GENERATOR=k6 "${COMPOSE[@]}" --profile load run --rm --no-deps --user "$user" \
+  # openloop runs the plan plan.py writes (make load: loadgen/drive.py writes it), here in the wrk image.
+  TESTID=$id ROUNDS=1 IDLE=0 MODE=rate GENERATOR=openloop "${COMPOSE[@]}" --profile load run --rm --no-deps --user "$user" \
     --entrypoint python3 wrk /lab/loadgen/plan.py
   TESTID=$id "${COMPOSE[@]}" --profile load run --rm --no-deps --user "$user" \
-    k6 run --quiet /loadgen/load.js >"$dir/k6.log" 2>&1
+    openloop >"$dir/openloop.log" 2>&1
   mv "results/$id/load.json" "$dir/rate.json"
   rm "results/$id/plan.json"
   rmdir "results/$id"

@@ -1,8 +1,9 @@
 """The run plan, the one definition of it: which phases a run has, in which
-order, named how, and what a run says of its length and progress. k6 and wrk
-run the same plan: the wrk runner builds it here in-process; for k6 the run's
-program (loadgen/drive.py) writes it to results/<TESTID>/plan.json, and
-loadgen/load.js reads it.
+order, named how, and what a run says of its length and progress. Every
+generator runs the same plan: the wrk and oha runners build it here
+in-process; for openloop (and k6) the run's program (loadgen/drive.py)
+writes it to results/<TESTID>/plan.json, and loadgen/openloop (or
+loadgen/load.js) reads it.
 
 First an idle phase (IDLE seconds, no requests, skipped when IDLE=0): the
 report measures the host's background there (its context switches per
@@ -27,7 +28,7 @@ from FIRST_ROUND on: the same order sequence continued, no idle phase, no
 warm-up (the lab is warm: a batch follows the last one after a few seconds).
 
 MODE=sweep (make sweep) plans one step at a time (SWEEP_STEP, loadgen/drive.py
-runs them in turn): every path still in the sweep at the step's rate (k6), or
+runs them in turn): every path still in the sweep at the step's rate (openloop), or
 flat out at its connections (SWEEP=connections, wrk), SWEEP_ROUNDS rounds in a
 counterbalanced order; the run's idle and warm-up phases in its first step
 only. Phases are named `<workload>__<path>__s<step>__r<round>`.
@@ -54,6 +55,8 @@ GAP_SECONDS = 1
 MIX = "mix"
 MIN_BLOCKS = 10
 MODES = ("rate", "max", "sweep")
+# GENERATOR unset: each mode's own (.env's GENERATOR is empty by default).
+DEFAULT_GENERATOR = {"rate": "openloop", "sweep": "openloop", "max": "wrk"}
 
 
 def read_catalogue(env=os.environ):
@@ -155,9 +158,10 @@ def default_paths(catalogue):
 def read_settings(env, catalogue):
     """The settings every generator shares, validated. SEED: drawn when unset."""
     known = [*catalogue["paths"], *direct_paths(catalogue)]
+    mode = one_of(env, "MODE", "rate", MODES)
     s = {
-        "mode": one_of(env, "MODE", "rate", MODES),
-        "generator": one_of(env, "GENERATOR", FROM_ENV, generators(catalogue)),
+        "mode": mode,
+        "generator": one_of(env, "GENERATOR", DEFAULT_GENERATOR[mode], generators(catalogue)),
         "workloads": choices(env, "SCENARIO", FROM_ENV, list(catalogue["workloads"])),
         "paths": choices(env, "PATHS", ",".join(default_paths(catalogue)), known),
         "rate": whole(env, "RATE", FROM_ENV, 1),
@@ -278,7 +282,7 @@ SWEEPS = ("rate", "connections")
 
 def sweep_settings(env, s, catalogue):
     """make sweep's settings into s: what it steps (SWEEP: rate, at fixed
-    arrival rates with k6; connections, flat out at rising connections in
+    arrival rates with openloop (or oha, k6); connections, flat out at rising connections in
     flight), the steps' levels, the step this plan is for (SWEEP_STEP;
     loadgen/drive.py runs them in turn) and its level, and the rounds per step
     (SWEEP_ROUNDS: a sweep is many runs, so fewer than ROUNDS)."""
@@ -603,7 +607,7 @@ def floor_build(env, catalogue):
 
 
 def main(env=os.environ):
-    """Writes RESULTS/<TESTID>/plan.json for k6 (MODE=floor: for make floor);
+    """Writes RESULTS/<TESTID>/plan.json for openloop or k6 (MODE=floor: for make floor);
     a bad setting: one line, exit 2."""
     try:
         catalogue = read_catalogue(env)

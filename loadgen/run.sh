@@ -14,7 +14,7 @@
 # Exit: the generator's (1: more than 1% of requests failed), 2: a bad setting.
 set -euo pipefail
 : "${COMPOSE:?}" "${TESTID:?}" "${MODE:?}"
-GENERATOR=${GENERATOR:-k6}
+GENERATOR=${GENERATOR:-}
 export TESTID MODE GENERATOR
 user="$(id -u):$(id -g)"
 dir=results/$TESTID
@@ -52,12 +52,14 @@ start() {
     for kv in "$@"; do export "${kv?}"; done
     case $service in
       floor) $COMPOSE --profile floor run --rm --no-deps --user "$user" floor ;;
+      # Prometheus scrapes it by its service name, which run gives only with --use-aliases.
+      openloop) $COMPOSE --profile load run --rm --use-aliases --user "$user" openloop ;;
       *) $COMPOSE --profile load run --rm --user "$user" "$service" ;;
     esac
   )
 }
 
-$COMPOSE --profile load build wrk >/dev/null
+$COMPOSE --profile load build openloop wrk >/dev/null
 $COMPOSE --profile report build report >/dev/null
 rc=0 settled=
 while :; do

@@ -83,7 +83,7 @@ def test_refuses_unknown_stacks_and_bad_testids(tmp_path):
 
 
 def test_a_failed_load_stops_and_gives_the_lab_back(tmp_path):
-    # make load failing (k6's thresholds: over 1% failed) stops the comparison
+    # make load failing (over 1% of requests failed) stops the comparison
     # with its status, and the lab goes back to the Go app.
     rc, err, calls = run(tmp_path, {"STACKS": "go,node", "TESTID": "c4", "STACK_NODE_IMAGE": "n:1"},
                          images=["n:1"], failing="load")

@@ -74,24 +74,24 @@ def test_precision_runs_its_second_stage_and_stops(tmp_path, lab):
 
 def test_a_sweep_without_a_top_probes_first_then_plans_its_first_step(tmp_path, lab):
     """make sweep with neither SWEEP_RATES nor SWEEP_TO: wrk flat out for 3 s
-    per path, its top 1.2x the fastest; then k6's first step, planned up to
-    it. The step writing no figures ends the run with k6's exit code."""
-    env = {**lab, "MODE": "sweep", "GENERATOR": "k6", "PATHS": "tcp-lo", "SCENARIO": "ping", "SEED": "1",
+    per path, its top 1.2x the fastest; then openloop's first step, planned up to
+    it. The step writing no figures ends the run with openloop's exit code."""
+    env = {**lab, "MODE": "sweep", "GENERATOR": "", "PATHS": "tcp-lo", "SCENARIO": "ping", "SEED": "1",
            "CONNECTIONS": "2", "WRK_THREADS": "1", "SWEEP_STEPS": "2", "SWEEP_FROM": "10"}
 
     def start(service, env):
         if service == "wrk":
             return wrk_starter(service, env)
-        assert service == "k6" and env["PLAN_FILE"] == "plan.json"
-        return 7  # k6 failed before writing load.json
+        assert service == "openloop" and env["PLAN_FILE"] == "plan.json"
+        return 7  # openloop failed before writing load.json
 
     rc, said, started = loop(tmp_path, "d2", env, start)
     assert rc == 7
-    (probe, probe_settings), (k6, k6_settings) = started
+    (probe, probe_settings), (gen, gen_settings) = started
     assert probe == "wrk" and probe_settings["TESTID"] == "d2-probe" and probe_settings["MODE"] == "max"
     fastest = json.loads((tmp_path / "d2" / "probe.json").read_text())["phases"][-1]
     top = round(1.2 * fastest["requests"] / fastest["duration_s"])
-    assert k6 == "k6" and k6_settings == {"SWEEP_TO": str(top), "PLAN_FILE": "plan.json"}
+    assert gen == "openloop" and gen_settings == {"SWEEP_TO": str(top), "PLAN_FILE": "plan.json"}
     assert f"sweep: up to SWEEP_TO={top} req/s" in said and not (tmp_path / "d2-probe").exists()
     plan = json.loads((tmp_path / "d2" / "plan.json").read_text())
     assert plan["settings"]["rates"][-1] == top and plan["settings"]["step"] == 1
@@ -104,9 +104,9 @@ def test_a_bad_setting_is_named_before_anything_starts(tmp_path, lab):
     assert not (tmp_path / "d3").exists()
 
 
-def test_a_load_run_is_its_plan_then_k6_then_done_with_k6s_exit_code(tmp_path, lab):
+def test_a_load_run_is_its_plan_then_openloop_then_done_with_its_exit_code(tmp_path, lab):
     rc, said, started = loop(tmp_path, "d4", {**lab, "MODE": "rate", "PATHS": "tcp-lo,uds-lo", "SEED": "2"},
                              lambda service, env: 1)
-    assert (rc, said, started) == (1, ["k6 run testid=d4"], [("k6", {"PLAN_FILE": "plan.json"})])
+    assert (rc, said, started) == (1, ["openloop run testid=d4"], [("openloop", {"PLAN_FILE": "plan.json"})])
     plan = json.loads((tmp_path / "d4" / "plan.json").read_text())
     assert plan["testid"] == "d4" and plan["settings"]["paths"] == ["tcp-lo", "uds-lo"]

@@ -22,7 +22,7 @@ def load(path_rps, p50_ms=None, mode="max", failed=0.0, dropped=0):
                 "duration_ms": {"p50": (p50_ms or {}).get(path, 1.0)},
             })
     settings = {"paths": list(path_rps), "workloads": ["ping"], "duration": 10, "connections": 64, "rate": 500}
-    return {"settings": {**settings, "mode": mode}, "phases": phases}
+    return {"settings": {**settings, "mode": mode, "generator": "wrk" if mode == "max" else "openloop"}, "phases": phases}
 
 
 def write_run(root, setup, rnd, rps, p50=None, **kw):
@@ -89,7 +89,7 @@ def test_main_reads_runs_and_writes_the_summary(tmp_path, capsys):
     assert result["comparisons"]["framework"]["paths"]["ping uds"]["ratio"]["median"] == pytest.approx(9100 / 12000)
     assert any("minimal round 1 ping tcp" in w for w in result["warnings"])
     md = (tmp_path / "overhead.md").read_text()
-    assert "## Observing" in md and "## Framework" in md and "k6 dropped 3 iterations" in md
+    assert "## Observing" in md and "## Framework" in md and "the generator dropped 3 requests" in md
     assert md in capsys.readouterr().out
 
 

@@ -161,7 +161,7 @@ def test_every_default_is_envs(monkeypatch, tmp_path):
     monkeypatch.setattr(runplan, "DOTENV", tmp_path / "none.sh")
     runplan.dotenv.cache_clear()
     try:
-        with pytest.raises(runplan.SettingError, match="^GENERATOR: empty, and .env gives no value to fall back on$"):
+        with pytest.raises(runplan.SettingError, match="^SCENARIO: empty, and .env gives no value to fall back on$"):
             runplan.read_settings({"TESTID": "d", "GENERATOR": ""}, CATALOGUE)
     finally:
         runplan.dotenv.cache_clear()

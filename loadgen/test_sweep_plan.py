@@ -33,7 +33,7 @@ def test_rates_rise_in_equal_ratios_to_two_significant_digits():
     ({"SWEEP_STEP": "7"}, "SWEEP_STEP=7: the sweep has 6 steps"),
     ({"SCENARIO": "ping,cpu"}, "SCENARIO=ping,cpu: make sweep takes one workload (a sweep each)"),
     ({"PRECISION": "5"}, "PRECISION: not for make sweep (its steps have SWEEP_ROUNDS rounds each)"),
-    ({"GENERATOR": "wrk"}, 'GENERATOR="wrk": a sweep of rates runs k6 or oha (a fixed rate per step)'),
+    ({"GENERATOR": "wrk"}, 'GENERATOR="wrk": a sweep of rates runs openloop or k6 or oha (a fixed rate per step)'),
     ({"GENERATOR": "oha", "MODE": "rate"}, "GENERATOR=oha: runs MODE=max or sweep, not rate (catalogue.json's generators say what each can do)"),
 ])
 def test_bad_sweep_settings_are_named(env, message):
@@ -57,7 +57,7 @@ def test_the_first_step_has_idle_and_warm_up_a_later_one_neither():
     assert all(sorted(p["path"] for p in first["phases"] if p["round"] == r) == ["tcp-lo", "uds-lo"] for r in (1, 2, 3))
 
 
-def test_every_step_of_a_k6_sweep_of_rates_starts_with_its_interleaved_stream():
+def test_every_step_of_an_openloop_sweep_of_rates_starts_with_its_interleaved_stream():
     """The savings at a step come from one stream of the step's paths at its
     rate (the first step's warmed up); each path alone after it, for its knee."""
     first = runplan.build({**BASE, "INTERLEAVE": "20"}, CATALOGUE)

@@ -52,7 +52,7 @@ def test_bad_settings_are_named(env, message):
 
 @pytest.mark.parametrize("env, message", [
     ({"MODE": "fast"}, 'MODE="fast": must be one of rate, max'),
-    ({"GENERATOR": "ab"}, 'GENERATOR="ab": must be one of k6, wrk'),
+    ({"GENERATOR": "ab"}, 'GENERATOR="ab": must be one of openloop, k6, wrk'),
     ({"GENERATOR": "wrk", "MODE": "rate"}, "GENERATOR=wrk: runs MODE=max or sweep, not rate"),
     ({"RATE": "0"}, 'RATE="0": must be a whole number >= 1'),
 ])
@@ -178,7 +178,7 @@ def test_the_default_plan_states_its_length():
     assert runplan.progress(phases, 33) == f"phase 34/34 {phases[-1]['name']}: about 5s left"
 
 
-def test_plan_py_writes_the_plan_k6_runs(tmp_path):
+def test_plan_py_writes_the_plan_openloop_runs(tmp_path):
     env = {"TESTID": "p1", "RESULTS": str(tmp_path), "PATHS": "tcp,uds", "ROUNDS": "2", "MODE": "rate",
            "RATE": "50", "SEED": "9", "INTERLEAVE": "0"}
     res = subprocess.run([sys.executable, str(runplan.HERE / "plan.py")], env=env, capture_output=True, text=True)

@@ -9,7 +9,7 @@ from report.queries import idle_baseline, phase_figures_with, server_cores, serv
 from report.lab import GENERATORS, pools, stack_of
 from report.stats import aggregate, common_reason, fdr, verdict
 from report.values import generator, headline, is_max, labels, number, scalar
-from report.warnings import MAX_DROPPED_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, figure_warnings, phase_warnings, ratio_warnings, warning
+from report.warnings import MAX_DROPPED_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, figure_warnings, late_reason, phase_warnings, ratio_warnings, warning
 
 def machine_info(query):
     uname = labels(query, "node_uname_info")
@@ -80,8 +80,12 @@ def interleaved_warnings(w, mixed, settings):
     planned = rate * mixed["duration_s"] if rate else 0
     if planned and (dropped > MAX_DROPPED_SHARE * planned or n < MIN_RATE_SHARE * planned):
         out.append(warning("saturated", f"`{w}`: the interleaved stream held {n / mixed['duration_s']:,.0f} of "
-                           f"{rate} req/s ({dropped} iterations dropped): the generator or the lab was the limit",
+                           f"{rate} req/s ({dropped} requests dropped): the generator or the lab was the limit",
                            [mixed["name"]], workload=w))
+    late = late_reason(mixed.get("late_rate"))
+    if late:
+        out.append(warning("saturated", f"`{w}`: the interleaved stream had {late}: the generator, not the paths, "
+                           "set the pace", [mixed["name"]], workload=w))
     failed = {p: v["failed_rate"] for p, v in mixed["by_path"].items() if v["failed_rate"] > 0}
     if failed:
         out.append(warning("errors", f"`{w}`: failed requests in the interleaved stream: "

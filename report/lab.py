@@ -24,17 +24,20 @@ def stood_in_for(term, measured):
     other = next((t for t in TERMS if t["key"] == term.get("instead_of")), None)
     return other is not None and all(measured(p) for p in other["paths"])
 
-# The app's series (Prometheus job "app").
+# The app's series (Prometheus job "app"); nginx's per location, from its
+# access log (job "nginx-log"). Every query names the job whose figure it
+# reads: a series of the same name from another target is not that figure.
 APP = 'job="app"'
+NGINX_LOG = 'job="nginx-log"'
 # The app's requests that are load, not the lab's own scrapes and healthchecks.
 LOAD = 'route!~"/metrics|/healthz|/readyz"'
 APP_LOAD = f"{APP},{LOAD}"
 # The load generators (catalogue.json's one list of them and what each can
 # do), each the compose service of its name.
 GENERATORS = tuple(g for g in CATALOGUE["generators"] if g != "about")
-# Those that send nothing to Prometheus (only k6 writes there): their figures
-# are in the run's load.json and report.
-SILENT_GENERATORS = tuple(g for g in GENERATORS if not CATALOGUE["generators"][g]["pushes"])
+# Those whose figures do not reach Prometheus as the run goes (openloop is
+# scraped, k6 pushes): their figures are in the run's load.json and report.
+SILENT_GENERATORS = tuple(g for g in GENERATORS if not CATALOGUE["generators"][g]["in_prometheus"])
 
 
 def words(names, last="or"):
@@ -46,7 +49,7 @@ def service(name):
     """cAdvisor series of one compose service's container (label kept by
     --whitelisted_container_labels): the nginx that serves a path (nginx or
     nginx-lo), or the load generator."""
-    return f'container_label_com_docker_compose_service="{name}"'
+    return f'job="cadvisor",container_label_com_docker_compose_service="{name}"'
 
 
 def nginx_of(path):

@@ -3,7 +3,7 @@ from report.breakdown import fmt_diff, figures_for
 from report.direct import lines as direct_lines
 from report.stats import CONFIDENCE, has_interval, no_interval
 from report.values import CORE_MODES, METRICS, generator, headline, is_max, number
-from report.warnings import MAX_DROPPED_SHARE, MAX_GENERATOR_CPU_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, SAME_CEILING
+from report.warnings import MAX_DROPPED_SHARE, MAX_GENERATOR_CPU_SHARE, MAX_LATE_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, SAME_CEILING
 
 def fmt(v, decimals=2, suffix=""):
     if v is None:
@@ -361,7 +361,8 @@ def render_markdown(rep):
         "correction takes back says so, and gives no number. With 1 round, or rounds all equal, there is no "
         "interval and no verdict.",
         f"- Warnings and their thresholds: **saturated** when the generator dropped more than {MAX_DROPPED_SHARE:.0%} "
-        f"of a phase's iterations, held less than {MIN_RATE_SHARE:.0%} of RATE, or used {MAX_GENERATOR_CPU_SHARE:.0%} or more "
+        f"of a phase's requests, sent more than {MAX_LATE_SHARE:.0%} over 1 ms behind their due time (openloop), "
+        f"held less than {MIN_RATE_SHARE:.0%} of RATE, or used {MAX_GENERATOR_CPU_SHARE:.0%} or more "
         f"of its CPU limit (fewer drops are shown in the tables, not warned about); **short_phase** under "
         f"{MIN_PHASE_S} s (five scrapes of the app); **same_ceiling** (max mode) when every path is within "
         f"{SAME_CEILING - 1:.0%} of the others; **spread** when a headline ratio's interval includes 1; **errors** on any failed request or nginx 5xx.",
@@ -369,8 +370,8 @@ def render_markdown(rep):
         "request with its path; nginx's come from its access log and stub_status; the host's and the containers' "
         "from node-exporter and cAdvisor. The **app**'s (its requests, latency, CPU and context switches, listen "
         "backlog, connection tracking) are what the app exports on /metrics: the app under test measures itself, "
-        "so a swapped-in image's are only as true as its own code (docs/design.md, \"Inputs\"). Only the load "
-        "generator can write into Prometheus.",
+        "so a swapped-in image's are only as true as its own code (docs/design.md, \"Inputs\"). Prometheus keeps "
+        "of each target only its own series, and nothing writes into it (k6's remote write only where switched on).",
         "- Context switches, per request the load generator completed: **app** is the app process's own "
         "(`app_process_context_switches_total`, getrusage: voluntary + involuntary), what the path makes the app do; "
         "it is judged like the other costs. **host above idle** is the whole host's (node-exporter) less its "

@@ -5,7 +5,7 @@ import math
 import re
 
 from report.interleaved import MIX
-from report.lab import APP, APP_LOAD, CATALOGUE, GENERATORS, listener_of, nginx_of, service
+from report.lab import APP, APP_LOAD, CATALOGUE, GENERATORS, NGINX_LOG, listener_of, nginx_of, service
 from report.values import CORE_MODES, METRICS, div, generator, matrix_samples, number, scalar
 
 # The client straight to the app (catalogue.json's direct paths): no nginx figures.
@@ -127,17 +127,17 @@ def server_queries(path, duration_s, end_s, gen="k6", cores=None):
         # The app process's own switches (getrusage), voluntary and involuntary.
         "app_ctx_switches": inc("app_process_context_switches_total", APP),
         "nginx_cpu_s": inc("container_cpu_usage_seconds_total", service(nginx_of(path))),
-        "nginx_requests": inc("nginx_location_requests_total", f'path="{path}"'),
-        "ctx_switches": inc("node_context_switches_total"),
-        "connect_sum_s": inc("nginx_location_upstream_connect_seconds_sum", f'path="{path}"'),
-        "connect_count": inc("nginx_location_upstream_connect_seconds_count", f'path="{path}"'),
-        "nginx_5xx": inc("nginx_location_requests_total", f'path="{path}",status=~"5.."'),
+        "nginx_requests": inc("nginx_location_requests_total", f'{NGINX_LOG},path="{path}"'),
+        "ctx_switches": inc("node_context_switches_total", 'job="node"'),
+        "connect_sum_s": inc("nginx_location_upstream_connect_seconds_sum", f'{NGINX_LOG},path="{path}"'),
+        "connect_count": inc("nginx_location_upstream_connect_seconds_count", f'{NGINX_LOG},path="{path}"'),
+        "nginx_5xx": inc("nginx_location_requests_total", f'{NGINX_LOG},path="{path}",status=~"5.."'),
         "generator_cpu_cores": f"sum(rate(container_cpu_usage_seconds_total{{{service(gen)}}}{r}))",
         # The table at the phase's end (entries outlive connections: 120 s in TIME_WAIT).
         "conntrack_entries": f"max(app_netns_conntrack_entries{{{APP}}} @ {end_s:.3f})",
         "conntrack_limit": f"max(app_netns_conntrack_entries_limit{{{APP}}} @ {end_s:.3f})",
         "conntrack_drops": inc("app_netns_conntrack_drops_total", APP),
-        **({f"core_{m}_s": inc("node_cpu_seconds_total", f'cpu=~"{"|".join(map(str, cores))}",mode="{m}"')
+        **({f"core_{m}_s": inc("node_cpu_seconds_total", f'job="node-cpu",cpu=~"{"|".join(map(str, cores))}",mode="{m}"')
             for m in CORE_MODES} if cores else {}),
     }
 
@@ -154,6 +154,8 @@ def client_figures(phase):
         "client_p99_ms": number(d.get("p99")),
         "failed_rate": number(phase.get("failed_rate")) or 0.0,
         "dropped_iterations": phase.get("dropped_iterations") or 0,
+        # openloop's: the share sent over 1 ms behind their due time (None: another generator).
+        "late_rate": number(phase.get("late_rate")),
     }
 
 

@@ -213,7 +213,7 @@ def test_window_and_query_shape():
     ph = queries.measured_phases(k6)[0]
     assert queries.phase_window(k6, ph) == (START_MS / 1000 + 23, START_MS / 1000 + 43)
     end = f"{START_MS / 1000 + 43:.3f}"
-    expected = f'sum(increase(nginx_location_requests_total{{path="{ph["path"]}",status=~"5.."}}[20s] @ {end}))'
+    expected = f'sum(increase(nginx_location_requests_total{{job="nginx-log",path="{ph["path"]}",status=~"5.."}}[20s] @ {end}))'
     assert expected in q.calls
     sel = 'job="app",route!~"/metrics|/healthz|/readyz"}[20s] @ ' + end
     assert any(c.startswith("histogram_quantile(0.99, sum(increase(app_http_request_duration_seconds{" + sel)
@@ -300,6 +300,17 @@ def test_saturation_by_dropped_iterations_and_rate():
     assert all("k6 was the limit: figures describe k6, not the path" in w["message"] for w in sat)
 
 
+@pytest.mark.parametrize("late, saturated", [(None, False), (0.01, False), (0.0101, True)])
+def test_requests_sent_late_make_the_generator_the_limit(late, saturated):
+    """openloop's late share: over 1% of a phase's requests more than 1 ms
+    behind their due time, the generator set the pace (exactly 1%: not yet)."""
+    k6 = make_k6(paths=("tcp", "uds"), client=lambda p, r: {"late_rate": late} if p == "uds" and r == 2 else {})
+    sat = [w for w in build(k6)["warnings"] if w["kind"] == "saturated"]
+    assert bool(sat) == saturated
+    if saturated:
+        assert sat[0]["phases"] == ["ping__uds__r2"] and "1.0% of requests sent over 1 ms late" in sat[0]["message"]
+
+
 @pytest.mark.parametrize("dropped, requests, saturated", [
     (4, 4996, False),   # 0.08%: a hiccup, not saturation
     (10, 990, False),   # exactly 1%: at the threshold, no warning
@@ -321,7 +332,7 @@ def test_rate_threshold(requests, saturated):
 
 def test_thresholds_are_stated():
     md = markdown.render_markdown(build(make_k6()))
-    for text in ("more than 1% of a phase's iterations", "less than 95% of RATE", "90% or more of its CPU limit",
+    for text in ("more than 1% of a phase's requests", "more than 1% over 1 ms behind", "less than 95% of RATE", "90% or more of its CPU limit",
                  "under 5 s", "within 5% of the others", "interval includes 1"):
         assert text in md
 
@@ -329,7 +340,7 @@ def test_thresholds_are_stated():
 def test_the_report_says_the_apps_figures_are_the_apps_own():
     """The app under test exports its own costs: a swapped-in image could say anything (docs/design.md)."""
     md = markdown.render_markdown(build(make_k6()))
-    assert "the app under test measures itself" in md and "Only the load generator can write into Prometheus" in md
+    assert "the app under test measures itself" in md and "Prometheus keeps of each target only its own series" in md
 
 
 def test_saturation_by_k6_cpu():
@@ -832,7 +843,7 @@ def test_each_path_is_costed_on_its_own_nginx():
     assert 'container_label_com_docker_compose_service="nginx-lo"' in lo["nginx_cpu_s"]
     assert 'container_label_com_docker_compose_service="nginx"' in queries.server_queries("tcp", 10, 1000.0)["nginx_cpu_s"]
     # nginx's requests per path come from its access log: both nginx log to it.
-    assert 'nginx_location_requests_total{path="tcp-lo"}' in lo["nginx_requests"]
+    assert 'nginx_location_requests_total{job="nginx-log",path="tcp-lo"}' in lo["nginx_requests"]
 
 
 def test_breakdown_chart_draws_each_terms_mean_and_interval():

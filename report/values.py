@@ -10,7 +10,9 @@ METRICS = {
     "client_p95_ms": ("client p95", "ms", 3),
     "client_p99_ms": ("client p99", "ms", 3),
     "failed_rate": ("failed rate (load generator)", "", 4),
-    "dropped_iterations": ("dropped iterations", "", 0),
+    "dropped_iterations": ("dropped requests", "", 0),
+    # openloop's: the share of requests sent over 1 ms behind their due time.
+    "late_rate": ("sent late (load generator)", "", 4),
     "app_p50_ms": ("app p50", "ms", 3),
     "app_p99_ms": ("app p99", "ms", 3),
     "app_requests": ("app requests", "", 0),

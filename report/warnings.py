@@ -5,12 +5,15 @@ from report.stats import fmt_interval, judge, lost_to, no_interval
 from report.values import METRICS, generator, headline, is_max
 
 # Warning thresholds (each stated in the report's "How to read this").
-MIN_RATE_SHARE = 0.95  # achieved requests/s below this share of RATE: k6 did not hold the rate
+MIN_RATE_SHARE = 0.95  # achieved requests/s below this share of RATE: the generator did not hold the rate
 # Dropped iterations above this share of a phase's iterations (requests + dropped):
 # the generator could not start requests on time. A few in thousands are
 # scheduling hiccups, shown in the table, not a saturated generator.
 MAX_DROPPED_SHARE = 0.01
-MAX_GENERATOR_CPU_SHARE = 0.90  # k6 at or above this share of its CPU limit: k6 was busy
+# openloop: requests sent more than 1 ms behind their due time, above this
+# share of a phase's: the generator, not the path, set the pace.
+MAX_LATE_SHARE = 0.01
+MAX_GENERATOR_CPU_SHARE = 0.90  # the generator at or above this share of its CPU limit: it was busy
 MIN_PHASE_S = 5  # five scrapes of the app and nginx-log-exporter (prometheus.yml: every 1 s); node-exporter and
 # cAdvisor (5 s) are read from the samples around a shorter window
 CONNTRACK_FULL = 0.8  # the share of nf_conntrack_max past which the report warns
@@ -60,12 +63,21 @@ def warning(kind, message, phases, workload=None, path=None):
     return {"kind": kind, "workload": workload, "path": path, "phases": phases, "message": message}
 
 
-def saturation_reasons(fig, rate, generator_cpus, gen="k6"):
+def late_reason(share):
+    """Why a phase's late requests make the generator the limit, or None."""
+    if share is not None and share > MAX_LATE_SHARE:
+        return f"{share:.1%} of requests sent over 1 ms late (> {MAX_LATE_SHARE:.0%})"
+    return None
+
+
+def saturation_reasons(fig, rate, generator_cpus, gen="openloop"):
     reasons = []
     dropped = fig.get("dropped_iterations") or 0
     planned = dropped + (fig.get("requests") or 0)
     if planned and dropped / planned > MAX_DROPPED_SHARE:
-        reasons.append(f"{dropped:.0f} dropped iterations ({dropped / planned:.1%} > {MAX_DROPPED_SHARE:.0%})")
+        reasons.append(f"{dropped:.0f} dropped requests ({dropped / planned:.1%} > {MAX_DROPPED_SHARE:.0%})")
+    if late_reason(fig.get("late_rate")):
+        reasons.append(late_reason(fig.get("late_rate")))
     if rate and fig.get("rps") is not None and fig["rps"] < MIN_RATE_SHARE * rate:
         reasons.append(f"{fig['rps']:.1f} req/s < {MIN_RATE_SHARE:.0%} of RATE {rate}")
     cores = fig.get("generator_cpu_cores")
@@ -74,7 +86,7 @@ def saturation_reasons(fig, rate, generator_cpus, gen="k6"):
     return reasons
 
 
-def error_reasons(fig, gen="k6"):
+def error_reasons(fig, gen="openloop"):
     reasons = []
     if (fig.get("failed_rate") or 0) > 0:
         reasons.append(f"{gen} failed {fig['failed_rate']:.2%}")
@@ -83,7 +95,7 @@ def error_reasons(fig, gen="k6"):
     return reasons
 
 
-def phase_warnings(phases, rate, generator_cpus, gen="k6"):
+def phase_warnings(phases, rate, generator_cpus, gen="openloop"):
     """Saturation and errors, one warning per workload and path listing its phases."""
     out = []
     groups = {}

@@ -17,8 +17,8 @@
 #                                      scenario (tests/k8s/node): kubelet, containerd, runc,
 #                                      CNI plugins, CoreDNS, ... from module sources (printed path)
 #   docker debootstrap compose         the Docker test bed (make e2e)
-#   prometheus node-exporter k6 oha    binaries for its stand-in images (printed paths);
-#                                      k6 and oha also for loadgen's tests
+#   prometheus node-exporter oha       binaries for its stand-in images (printed paths);
+#                                      oha also for loadgen's tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # .env's versions (a variable set in your shell wins, as in compose).
@@ -260,7 +260,6 @@ for w in "${want[@]}"; do
     prometheus) go_build prometheus "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" ./cmd/prometheus "$(prometheus_ldflags)" ;;
     node-exporter) go_build node_exporter "github.com/prometheus/node_exporter@v${NODE_EXPORTER_IMAGE##*:v}" . \
         "-X github.com/prometheus/common/version.Version=${NODE_EXPORTER_IMAGE##*:v}" ;;
-    k6) go_build k6 "go.k6.io/k6@v${K6_IMAGE##*:}" . ;;
     oha) # oha from crates.io at .env's version, as loadgen/oha builds it (cargo, Rust >= 1.88; cmake)
       out=$BIN/oha-$OHA_VERSION
       if [ ! -x "$out" ]; then

@@ -5,7 +5,7 @@
 #   debian base  debootstrap bookworm, `docker import`     (cached tarball)
 #   nginx        Debian's nginx 1.22 + the official entrypoint's template step
 #   exporter     Debian's prometheus-nginx-exporter 0.11
-#   prometheus, node-exporter, k6   built from module sources at .env's versions
+#   prometheus, node-exporter   built from module sources at .env's versions
 #   cadvisor     the project's own main (standins/cadvisor) over cAdvisor's
 #                library at .env's version (its command's module is not served)
 #   oha          built from its crate at .env's version, on the debian base
@@ -102,7 +102,6 @@ binary() {
 }
 PROMETHEUS=$(binary prometheus "uds-lab-standin/prometheus:${PROMETHEUS_IMAGE##*:}" prometheus /prometheus)
 NODE_EXPORTER=$(binary node_exporter "uds-lab-standin/node-exporter:${NODE_EXPORTER_IMAGE##*:}" node-exporter)
-K6=$(binary k6 "uds-lab-standin/k6:${K6_IMAGE##*:}" k6 /home/k6)
 
 # cAdvisor: its command's module is not in the Go module proxy, its library
 # is. tests/e2e/standins/cadvisor is a main of the project's own that wires
@@ -134,16 +133,16 @@ if ! current "$OHA" "$(recipe $HERE/oha.Dockerfile "BASE=$BASE")"; then
 fi
 
 # The Go image is keyed by the go.sum files of every module built in an image
-# (services/*, contract/*): their modules are baked in. A module without
+# (services/*, contract/*, loadgen/openloop): their modules are baked in. A module without
 # dependencies (services/floor) has no go.sum.
 GO_VERSION=$(go env GOVERSION)
-GO_MODULES=$(ls services/*/go.mod contract/*/go.mod)
+GO_MODULES=$(ls services/*/go.mod contract/*/go.mod loadgen/*/go.mod)
 GO_SUMS=$(for m in $GO_MODULES; do [ ! -f "${m%go.mod}go.sum" ] || echo "${m%go.mod}go.sum"; done)
 # shellcheck disable=SC2086 # a list of go.sum paths (no spaces), split into arguments on purpose
 GOLANG=uds-lab-standin/golang:${GO_VERSION#go}-$(cat $GO_SUMS | sha256sum | cut -c1-12)
 if ! have "$GOLANG"; then
   ctx=$(mktemp -d)
-  log "collecting the modules of services/* and contract/* for $GOLANG"
+  log "collecting the modules of services/*, contract/* and loadgen/* for $GOLANG"
   for mod in $GO_MODULES; do
     (cd "$(dirname "$mod")" && GOMODCACHE=$ctx/mod GOFLAGS=-mod=mod go mod download)
   done
@@ -172,7 +171,6 @@ NGINX_EXPORTER_IMAGE=$EXPORTER
 PROMETHEUS_IMAGE=$PROMETHEUS
 NODE_EXPORTER_IMAGE=$NODE_EXPORTER
 CADVISOR_IMAGE=$CADVISOR
-K6_IMAGE=$K6
 OHA_IMAGE=$OHA
 GO_IMAGE=$GOLANG
 APP_RUNTIME_IMAGE=scratch

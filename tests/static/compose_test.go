@@ -110,6 +110,7 @@ func TestComposeHealthAndOrder(t *testing.T) {
 	// Images without a shell or client to run a healthcheck, or that exit.
 	noHealthcheck := map[string]string{
 		"nginx-exporter":  "scratch image: no shell, no wget",
+		"openloop":        "runs the plan once and exits",
 		"k6":              "runs once and exits",
 		"wrk":             "runs the plan once and exits",
 		"oha":             "runs the plan once and exits",

@@ -66,7 +66,7 @@ var descString = regexp.MustCompile(`^Desc\{fqName: "([^"]+)", help: .*, constLa
 // registers with its labels, plus the labels Prometheus adds when it scrapes.
 func registeredMetrics(t *testing.T, service, registry string) map[string]labelSet {
 	t.Helper()
-	dir := lab.Path(t, "services", service)
+	dir := lab.Path(t, strings.Split(service, "/")...)
 	tmp := t.TempDir()
 	src, out, overlay := filepath.Join(tmp, "describe_test.go"), filepath.Join(tmp, "descs"), filepath.Join(tmp, "overlay.json")
 	must(t, os.WriteFile(src, []byte(strings.Replace(describeMetrics, "%s", registry, 1)), 0o644))
@@ -216,10 +216,11 @@ func readLabMetrics(t *testing.T) map[string]labelSet {
 	t.Helper()
 	out := exporterMetrics(t)
 	maps.Copy(out, k6Metrics())
-	// Both of the lab's Go services also export go_* and process_*: the same
-	// names, the same labels.
-	maps.Copy(out, registeredMetrics(t, "nginx-log-exporter", `NewMetrics([]string{"tcp"}).Registry`))
-	maps.Copy(out, registeredMetrics(t, "app", "NewMetrics().Registry"))
+	// The lab's Go services and its generator also export go_* and
+	// process_*: the same names, the same labels (openloop's carry testid).
+	maps.Copy(out, registeredMetrics(t, "services/nginx-log-exporter", `NewMetrics([]string{"tcp"}).Registry`))
+	maps.Copy(out, registeredMetrics(t, "services/app", "NewMetrics().Registry"))
+	maps.Copy(out, registeredMetrics(t, "loadgen/openloop", `newMetrics("t").reg`))
 	return out
 }
 

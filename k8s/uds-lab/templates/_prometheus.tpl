@@ -6,7 +6,8 @@ global:
   scrape_timeout: 4s
   evaluation_interval: 5s
 scrape_configs:
-{{- range $job := list (dict "name" "app" "port" "app-http" "fast" true) (dict "name" "nginx" "port" "nginx-metrics" "fast" false) (dict "name" "nginx-log" "port" "log-metrics" "fast" true) }}
+{{- /* Each job keeps only its own series (compose's prometheus.yml does the same). */ -}}
+{{- range $job := list (dict "name" "app" "port" "app-http" "fast" true "keep" "(app|process|go)_.+") (dict "name" "nginx" "port" "nginx-metrics" "fast" false "keep" "nginx_(connections_.+|http_requests_total|up|exporter_build_info)|(process|go)_.+") (dict "name" "nginx-log" "port" "log-metrics" "fast" true "keep" "(nginx_location|nginx_log|process|go)_.+") (dict "name" "openloop" "port" "openloop-metrics" "fast" true "keep" "(openloop|process|go)_.+") }}
   - job_name: {{ $job.name }}
     {{- if $job.fast }}
     scrape_interval: 1s
@@ -29,6 +30,10 @@ scrape_configs:
         target_label: pod
       - source_labels: [__meta_kubernetes_pod_node_name]
         target_label: node
+    metric_relabel_configs:
+      - source_labels: [__name__]
+        regex: {{ $job.keep | quote }}
+        action: keep
 {{- end }}
   # Itself, logging in as every reader must.
   - job_name: prometheus

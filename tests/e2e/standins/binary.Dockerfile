@@ -1,5 +1,5 @@
 # A Go binary built from its module source at the version in .env (Prometheus,
-# node-exporter, k6), run as the official images run it: as nobody, with
+# node-exporter), run as the official images run it: as nobody, with
 # compose's command as its arguments.
 ARG TOOLS
 FROM ${TOOLS}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is the generator's own settings, from the environment; the run's
+// settings (paths, rate, phases) are in the plan.
+type config struct {
+	plan        string        // PLAN: the plan.json to run (loadgen/plan.py writes it)
+	metricsAddr string        // OPENLOOP_METRICS_ADDR: where Prometheus scrapes it ("" or "off": nowhere)
+	scrapeWait  time.Duration // OPENLOOP_SCRAPE_WAIT: how long to wait for a scrape after the last request
+	timeout     time.Duration // OPENLOOP_TIMEOUT: a request's limit, connect to last byte
+	maxInFlight int           // OPENLOOP_MAX_IN_FLIGHT: requests in flight at most; beyond, one is dropped
+	segment     int           // OPENLOOP_SEGMENT "i/n": this process sends the stream's
+	segments    int           // requests whose index is i modulo n (n pods on Kubernetes)
+}
+
+func loadConfig(getenv func(string) string) (config, error) {
+	c := config{plan: getenv("PLAN"), metricsAddr: ":9465", scrapeWait: 10 * time.Second,
+		timeout: 60 * time.Second, maxInFlight: 1000, segments: 1}
+	if c.plan == "" {
+		return c, fmt.Errorf("PLAN: empty; the plan.json to run (make load writes it with loadgen/plan.py)")
+	}
+	if v, ok := lookup(getenv, "OPENLOOP_METRICS_ADDR"); ok {
+		c.metricsAddr = v
+		if v == "off" {
+			c.metricsAddr = ""
+		}
+	}
+	var err error
+	if c.scrapeWait, err = duration(getenv, "OPENLOOP_SCRAPE_WAIT", c.scrapeWait, 0); err != nil {
+		return c, err
+	}
+	if c.timeout, err = duration(getenv, "OPENLOOP_TIMEOUT", c.timeout, time.Millisecond); err != nil {
+		return c, err
+	}
+	if v, ok := lookup(getenv, "OPENLOOP_MAX_IN_FLIGHT"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("OPENLOOP_MAX_IN_FLIGHT=%q: must be a whole number >= 1", v)
+		}
+		c.maxInFlight = n
+	}
+	if v, ok := lookup(getenv, "OPENLOOP_SEGMENT"); ok {
+		i, n, found := strings.Cut(v, "/")
+		c.segment, err = strconv.Atoi(i)
+		if err == nil {
+			c.segments, err = strconv.Atoi(n)
+		}
+		if !found || err != nil || c.segments < 1 || c.segment < 0 || c.segment >= c.segments {
+			return c, fmt.Errorf("OPENLOOP_SEGMENT=%q: must be i/n with 0 <= i < n (this pod's share of the stream)", v)
+		}
+	}
+	return c, nil
+}
+
+// lookup: a setting's value and whether it was given (empty: not given).
+func lookup(getenv func(string) string, name string) (string, bool) {
+	v := strings.TrimSpace(getenv(name))
+	return v, v != ""
+}
+
+func duration(getenv func(string) string, name string, def, min time.Duration) (time.Duration, error) {
+	v, ok := lookup(getenv, name)
+	if !ok {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < min {
+		return 0, fmt.Errorf("%s=%q: must be a duration >= %v, e.g. 10s", name, v, min)
+	}
+	return d, nil
+}

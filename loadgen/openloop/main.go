@@ -1,0 +1,157 @@
+// Command openloop is uds-lab's load generator: it runs the plan
+// loadgen/plan.py wrote (make load, make sweep, the Kubernetes Job), one
+// open-loop arrival stream at the plan's rate per phase, and writes
+// load.json beside the plan (load.schema.json) for the report, with every
+// request timed and its durations kept in mergeable HDR histograms.
+// Prometheus scrapes it as it runs (OPENLOOP_METRICS_ADDR).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Exit codes: 1, more than 1% of the run's requests failed (the report
+// still reads load.json and says why); 2, a bad setting or plan.
+var errFailed = errors.New("more than 1% of requests failed")
+
+type settingError struct{ error }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	var se settingError
+	switch {
+	case err == nil:
+	case errors.As(err, &se):
+		fmt.Fprintf(os.Stderr, "openloop: %v\n", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintf(os.Stderr, "openloop: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return settingError{err}
+	}
+	p, err := readPlan(cfg.plan)
+	if err != nil {
+		return settingError{err}
+	}
+	if err := checkURLs(p); err != nil {
+		return settingError{err}
+	}
+	m := newMetrics(p.Testid)
+	if cfg.metricsAddr != "" {
+		stopMetrics, err := m.serve(ctx, cfg.metricsAddr, stderr)
+		if err != nil {
+			return settingError{err}
+		}
+		defer stopMetrics()
+	}
+	seg := ""
+	if cfg.segments > 1 {
+		seg = fmt.Sprintf(" (segment %d/%d: every request whose index is %d modulo %d)", cfg.segment, cfg.segments, cfg.segment, cfg.segments)
+	}
+	fmt.Fprintf(stdout, "uds-lab openloop run %s%s: %s\n", p.Testid, seg, p.Describe)
+
+	s := newSender(cfg, m)
+	start := time.Now()
+	recs := make([]*phaseRecord, len(p.Phases))
+	for i := range p.Phases {
+		recs[i] = newPhaseRecord(&p.Phases[i], cfg.timeout)
+	}
+	for i := range p.Phases {
+		ph := &p.Phases[i]
+		at := start.Add(time.Duration(ph.StartOffsetS * float64(time.Second)))
+		if !sleepUntil(ctx, at) {
+			break
+		}
+		fmt.Fprintln(stdout, ph.Progress)
+		s.phase(ctx, p, ph, at, recs[i])
+	}
+	s.wait()
+	if cfg.metricsAddr != "" && !m.awaitScrape(ctx, time.Now(), cfg.scrapeWait) {
+		fmt.Fprintf(stderr, "openloop: no scrape within OPENLOOP_SCRAPE_WAIT=%v of the last request: Prometheus may lack the run's last seconds (load.json has them all)\n", cfg.scrapeWait)
+	}
+	doc := loadJSON(p, start.UnixMilli(), recs)
+	if err := writeFile(loadFile(cfg.plan), doc); err != nil {
+		return err
+	}
+	table(stdout, p, doc)
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted: load.json holds the phases run so far")
+	}
+	if len(doc["thresholds_failed"].([]string)) > 0 {
+		return errFailed
+	}
+	return nil
+}
+
+// checkURLs: every URL the plan names is an http one.
+func checkURLs(p *plan) error {
+	for _, ph := range p.Phases {
+		urls := []string{ph.URL}
+		if ph.Path == mix {
+			urls = urls[:0]
+			for _, path := range ph.Paths {
+				urls = append(urls, ph.URLs[path])
+			}
+		}
+		for _, u := range urls {
+			if pu, err := url.Parse(u); err != nil || pu.Scheme != "http" || pu.Host == "" {
+				return fmt.Errorf("PLAN: phase %s: %q is not an http:// URL", ph.Name, u)
+			}
+		}
+	}
+	return nil
+}
+
+// sleepUntil: false when ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+// writeFile: v as JSON into name, whole or not at all.
+func writeFile(name string, v any) error {
+	tmp, err := os.CreateTemp(filepath.Dir(name), ".load-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := writeJSON(tmp, v); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// What a sweep counts of how a failing path fails (load.schema.json's
+// statuses): nginx's 502, 503 and 504, no response at all (0), and of those
+// a refused connection, a reset, a request or a connect timed out.
+var (
+	failing    = []string{"502", "503", "504", "0", "refused", "reset", "timeout", "connect_timeout"}
+	noResponse = []string{"refused", "reset", "timeout", "connect_timeout", "error"}
+)
+
+// durations: load.json's quantiles (ms) of a histogram of µs; empty: none.
+func durations(h *hdrhistogram.Histogram) map[string]float64 {
+	if h == nil || h.TotalCount() == 0 {
+		return map[string]float64{}
+	}
+	ms := func(q float64) float64 { return float64(h.ValueAtQuantile(q)) / 1000 }
+	return map[string]float64{"avg": h.Mean() / 1000, "p50": ms(50), "p90": ms(90), "p95": ms(95),
+		"p99": ms(99), "p999": ms(99.9), "max": float64(h.Max()) / 1000}
+}
+
+// encode: a histogram in HdrHistogram's compressed base64 form (V2), which
+// every HdrHistogram library reads (Python's hdrhistogram: loadgen/merge_segments.py).
+func encode(h *hdrhistogram.Histogram) string {
+	b, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	if err != nil {
+		panic(fmt.Sprintf("hdrhistogram: encode: %v", err)) // only on a zlib failure writing to memory
+	}
+	return string(b)
+}
+
+func share(n, of int64) float64 {
+	if of == 0 {
+		return 0
+	}
+	return float64(n) / float64(of)
+}
+
+// phaseJSON: one phase of load.json: the plan's own fields and what was measured.
+func phaseJSON(p *plan, ph *phase, r *phaseRecord) map[string]any {
+	out := map[string]any{}
+	for k, v := range ph.raw {
+		out[k] = v
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.all
+	out["requests"] = t.requests
+	out["failed_rate"] = share(t.failed, t.requests)
+	out["dropped_iterations"] = r.dropped
+	out["late_rate"] = share(r.late, t.requests)
+	out["duration_ms"] = durations(t.sent)
+	out["scheduled_ms"] = durations(t.due)
+	out["hdr"] = map[string]string{"sent": encode(t.sent), "due": encode(t.due)}
+	if p.mode == "sweep" {
+		st := map[string]int64{}
+		for _, k := range failing {
+			st[k] = t.statuses[k]
+		}
+		for _, k := range noResponse {
+			st["0"] += t.statuses[k]
+		}
+		out["statuses"] = st
+	}
+	if ph.Path == mix {
+		by := map[string]any{}
+		for _, path := range ph.Paths {
+			pt := r.byPath[path]
+			bl := make([]map[string]any, r.nBlocks)
+			for b, bt := range r.byBlock[path] {
+				bl[b] = blockJSON(bt, r)
+			}
+			by[path] = map[string]any{
+				"requests": pt.requests, "failed_rate": share(pt.failed, pt.requests),
+				"duration_ms": durations(pt.sent), "scheduled_ms": durations(pt.due),
+				"hdr":    map[string]string{"sent": encode(pt.sent), "due": encode(pt.due)},
+				"blocks": bl,
+			}
+		}
+		out["by_path"] = by
+	}
+	return out
+}
+
+// blockJSON: one block of one path: its requests, failures and the median
+// of its successes (null: none succeeded), with their histogram.
+func blockJSON(t *tally, r *phaseRecord) map[string]any {
+	if t == nil {
+		t = newTally(r.top, false)
+	}
+	var p50 any
+	if t.sent.TotalCount() > 0 {
+		p50 = float64(t.sent.ValueAtQuantile(50)) / 1000
+	}
+	return map[string]any{"requests": t.requests, "failed": t.failed, "p50": p50, "hdr": encode(t.sent)}
+}
+
+// loadJSON: the whole of load.json (load.schema.json).
+func loadJSON(p *plan, startMs int64, recs []*phaseRecord) map[string]any {
+	var requests, failed int64
+	phases := make([]map[string]any, len(p.Phases))
+	var failedPhases []string
+	for i := range p.Phases {
+		phases[i] = phaseJSON(p, &p.Phases[i], recs[i])
+		requests += recs[i].all.requests
+		failed += recs[i].all.failed
+	}
+	rate := share(failed, requests)
+	if rate > 0.01 {
+		failedPhases = append(failedPhases, "http_req_failed")
+	}
+	return map[string]any{
+		"testid": p.Testid, "urls": p.URLs, "start_ms": startMs, "gap_s": p.GapS, "idle": p.Idle,
+		"settings": p.Settings, "phases": phases,
+		"totals":            map[string]any{"requests": requests, "failed_rate": rate},
+		"thresholds_failed": append([]string{}, failedPhases...),
+	}
+}
+
+// table: a short table per phase, as the run ends.
+func table(w io.Writer, p *plan, doc map[string]any) {
+	fmt.Fprintf(w, "uds-lab openloop run %s\n\n%-28s %8s %8s %7s %7s %6s %10s %10s\n", p.Testid,
+		"phase", "requests", "req/s", "failed", "dropped", "late", "p50", "p99")
+	for i, ph := range doc["phases"].([]map[string]any) {
+		d := ph["duration_ms"].(map[string]float64)
+		cell := func(k string) string {
+			if v, ok := d[k]; ok {
+				return fmt.Sprintf("%.3fms", v)
+			}
+			return "-"
+		}
+		fmt.Fprintf(w, "%-28s %8d %8.0f %6.2f%% %7d %5.1f%% %10s %10s\n", p.Phases[i].Name, ph["requests"],
+			float64(ph["requests"].(int64))/p.Phases[i].DurationS, 100*ph["failed_rate"].(float64),
+			ph["dropped_iterations"], 100*ph["late_rate"].(float64), cell("p50"), cell("p99"))
+	}
+	if f := doc["thresholds_failed"].([]string); len(f) > 0 {
+		fmt.Fprintf(w, "\nmore than 1%% of requests failed (%s)\n", strings.Join(f, ", "))
+	}
+}
+
+// writeJSON: v, indented, to w.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
