@@ -98,10 +98,10 @@ def cluster_lines(k, segments):
         "the node's rules turn conntrack on there)"))
     if segments:
         lines.append(
-            f"- k6 ran as {segments['pods']} pods, each its execution segment of one plan (requests "
-            f"{', '.join(map(str, segments['requests']))}; starts {segments['start_spread_ms']} ms apart): counts are "
-            "sums, and a merged quantile, a block's median too, is the request-weighted mean of the pods' own, not "
-            "the quantile of their pooled requests")
+            f"- The generator ran as {segments['pods']} pods, pod i sending every request of the stream whose index "
+            f"is i modulo {segments['pods']} (requests {', '.join(map(str, segments['requests']))}; starts "
+            f"{segments['start_spread_ms']} ms apart): counts are sums, and every quantile, a block's median too, is "
+            "read from the pods' histograms added, the quantile of their pooled requests")
     return lines
 
 

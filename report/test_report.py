@@ -626,7 +626,7 @@ def test_a_kubernetes_run_says_where_it_ran_and_how_its_pods_merged(tmp_path, pr
     md = (run_dir / "report.md").read_text()
     assert "- Where: Kubernetes v1.37.2, node `n1`" in md and "cross the pod network, not a Docker bridge" in md
     assert says in md
-    assert "k6 ran as 2 pods" in md and "request-weighted mean of the pods' own" in md
+    assert "The generator ran as 2 pods" in md and "the quantile of their pooled requests" in md
     assert "Images: app `uds-lab/app:local`, k6 `grafana/k6:1.8.1`, nginx `nginx:1.30.4`" in md
     assert "Where the time goes (Kubernetes)" in md and "Docker bridge (veth" not in md
     assert "tracked, as Docker sets it up" not in md and "no_compose" not in res.stdout

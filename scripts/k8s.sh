@@ -2,13 +2,14 @@
 # make k8s-up, k8s-load, k8s-report: the lab on the cluster of kubectl's
 # current context (docs/kubernetes.md), with the chart in k8s/uds-lab.
 #   k8s.sh up       install or upgrade the lab, wait until it is ready
-#   k8s.sh load     a run: the k6 Job (K8S_PODS pods, each its execution
-#                   segment), then results/<id>/load.json and cluster.json
+#   k8s.sh load     a run: the openloop Job (K8S_PODS pods, each every
+#                   K8S_PODS-th request of the stream), then
+#                   results/<id>/load.json (merged exactly) and cluster.json
 #   k8s.sh report   the report of a run (RUN=<id>, default the last) against
 #                   the cluster's Prometheus, through a port-forward
 # Settings: K8S_NAMESPACE (uds-lab), K8S_RELEASE (lab), K8S_VALUES (a values
 # file of yours), K8S_SET ("key=value ..." as helm --set, e.g.
-# "load.rate=200 load.scenario=ping"), K8S_PODS (k6 pods, 1-16; 1),
+# "load.rate=200 load.scenario=ping"), K8S_PODS (generator pods, 1-16; 1),
 # K8S_TIMEOUT (seconds a run may take; 1800), K8S_NETWORK_PLUGIN (its name,
 # for the report: Kubernetes does not say), TESTID (the run's id), PYTHON.
 set -euo pipefail
@@ -18,7 +19,7 @@ ns=${K8S_NAMESPACE:-uds-lab} release=${K8S_RELEASE:-lab} pods=${K8S_PODS:-1} tim
 PYTHON=${PYTHON:-python3}
 fail() { echo "k8s.sh: $*" >&2; exit 2; }
 log() { printf '[k8s %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-if ! [[ $pods =~ ^[0-9]+$ ]] || ((pods < 1 || pods > 16)); then fail "K8S_PODS=$pods: a whole number of k6 pods, 1 to 16"; fi
+if ! [[ $pods =~ ^[0-9]+$ ]] || ((pods < 1 || pods > 16)); then fail "K8S_PODS=$pods: a whole number of generator pods, 1 to 16"; fi
 if ! [[ $timeout =~ ^[0-9]+$ ]] || ((timeout < 1)); then fail "K8S_TIMEOUT=$timeout: seconds, a whole number above 0"; fi
 [[ $ns =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || fail "K8S_NAMESPACE=$ns: not a namespace's name"
 [ -z "${K8S_VALUES:-}" ] || [ -r "$K8S_VALUES" ] || fail "K8S_VALUES=$K8S_VALUES: no such file"
@@ -37,9 +38,9 @@ up() {
 # segment I ID: pod I's load.json, from between the marker lines of its log.
 segment() {
   local pod
-  pod=$(kc get pods -l "job-name=k6-$2,batch.kubernetes.io/job-completion-index=$1" -o name | head -1)
-  [ -n "$pod" ] || fail "no pod of job/k6-$2 with index $1"
-  kc logs "$pod" -c k6 | sed -n "/^--- uds-lab load.json $1\/$pods ---\$/,/^--- end of load.json ---\$/p" | sed '1d;$d'
+  pod=$(kc get pods -l "job-name=openloop-$2,batch.kubernetes.io/job-completion-index=$1" -o name | head -1)
+  [ -n "$pod" ] || fail "no pod of job/openloop-$2 with index $1"
+  kc logs "$pod" -c openloop | sed -n "/^--- uds-lab load.json $1\/$pods ---\$/,/^--- end of load.json ---\$/p" | sed '1d;$d'
 }
 
 # cluster.json: where the run took place, for the report (compose.json's part).
@@ -54,7 +55,7 @@ cluster() {
   entries=$(kc exec "$app" -c nginx -- sh -c 'cat /proc/sys/net/netfilter/nf_conntrack_count 2>/dev/null || echo 0') || entries=null
   local images
   images=$(kc get "$app" -o jsonpath='app={.spec.containers[?(@.name=="app")].image} nginx={.spec.containers[?(@.name=="nginx")].image}')
-  images+=" k6=$(kc get job "k6-$1" -o jsonpath='{.spec.template.spec.containers[0].image}')"
+  images+=" openloop=$(kc get job "openloop-$1" -o jsonpath='{.spec.template.spec.containers[0].image}')"
   kubectl get node "$node" -o json | NODE_ENTRIES=$entries NET=${K8S_NETWORK_PLUGIN:-} IMAGES=$images "$PYTHON" -c '
 import json, os, sys
 n = json.load(sys.stdin)
@@ -73,17 +74,17 @@ load() {
   local id=${TESTID:-k8s-$(date +%Y%m%d-%H%M%S)} out
   out=results/$id
   mkdir -p "$out"
-  log "run $id: $pods k6 pod(s) in namespace $ns"
+  log "run $id: $pods generator pod(s) in namespace $ns"
   helm template "$release" k8s/uds-lab "${args[@]}" --set load.enabled=true --set "load.testid=$id" \
-    --set "load.pods=$pods" --show-only templates/k6-job.yaml | kc apply -f - >/dev/null
+    --set "load.pods=$pods" --show-only templates/load-job.yaml | kc apply -f - >/dev/null
   local t0=$SECONDS done="" failed=""
   while ((SECONDS - t0 < timeout)); do
-    done=$(kc get job "k6-$id" -o jsonpath='{.status.succeeded}')
-    failed=$(kc get job "k6-$id" -o jsonpath='{.status.failed}')
+    done=$(kc get job "openloop-$id" -o jsonpath='{.status.succeeded}')
+    failed=$(kc get job "openloop-$id" -o jsonpath='{.status.failed}')
     (("${done:-0}" + "${failed:-0}" == pods)) && break
     sleep 5
   done
-  (("${done:-0}" + "${failed:-0}" == pods)) || fail "job/k6-$id: not finished after K8S_TIMEOUT=$timeout s"
+  (("${done:-0}" + "${failed:-0}" == pods)) || fail "job/openloop-$id: not finished after K8S_TIMEOUT=$timeout s"
   if ((pods == 1)); then
     segment 0 "$id" >"$out/load.json"
   else
@@ -94,9 +95,9 @@ load() {
   cluster "$id" >"$out/cluster.json"
   echo "$id" >results/last
   log "wrote $out/load.json and cluster.json ($((SECONDS - t0)) s)"
-  # As make load: a run whose generator failed (k6's thresholds) is written,
-  # and reported, but ends in failure.
-  [ "${failed:-0}" = 0 ] || { log "${failed} of $pods k6 pod(s) failed: their log says why"; exit 1; }
+  # As make load: a run whose generator failed (more than 1% of requests
+  # failed) is written, and reported, but ends in failure.
+  [ "${failed:-0}" = 0 ] || { log "${failed} of $pods generator pod(s) failed: their log says why"; exit 1; }
 }
 
 report() {

@@ -17,6 +17,7 @@ type config struct {
 	maxInFlight int           // OPENLOOP_MAX_IN_FLIGHT: requests in flight at most; beyond, one is dropped
 	segment     int           // OPENLOOP_SEGMENT "i/n": this process sends the stream's
 	segments    int           // requests whose index is i modulo n (n pods on Kubernetes)
+	logLoad     bool          // OPENLOOP_LOG_LOAD_JSON: load.json on stdout too, between marker lines
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -44,6 +45,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return c, fmt.Errorf("OPENLOOP_MAX_IN_FLIGHT=%q: must be a whole number >= 1", v)
 		}
 		c.maxInFlight = n
+	}
+	if v, ok := lookup(getenv, "OPENLOOP_LOG_LOAD_JSON"); ok {
+		if c.logLoad, err = strconv.ParseBool(v); err != nil {
+			return c, fmt.Errorf("OPENLOOP_LOG_LOAD_JSON=%q: must be true or false", v)
+		}
 	}
 	if v, ok := lookup(getenv, "OPENLOOP_SEGMENT"); ok {
 		i, n, found := strings.Cut(v, "/")

@@ -4,6 +4,9 @@
 // load.json beside the plan (load.schema.json) for the report, with every
 // request timed and its durations kept in mergeable HDR histograms.
 // Prometheus scrapes it as it runs (OPENLOOP_METRICS_ADDR).
+//
+//	openloop          run the plan PLAN names
+//	openloop check    read and check the plan, say its phases; no load
 package main
 
 import (
@@ -27,7 +30,7 @@ type settingError struct{ error }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Getenv, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	var se settingError
 	switch {
@@ -41,7 +44,10 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 1 || len(args) == 1 && args[0] != "check" {
+		return settingError{fmt.Errorf("arguments %q: none (run the plan) or check (read it, send nothing)", args)}
+	}
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return settingError{err}
@@ -52,6 +58,10 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	}
 	if err := checkURLs(p); err != nil {
 		return settingError{err}
+	}
+	if len(args) == 1 {
+		fmt.Fprintf(stdout, "%s: %d phases, %d requests: %s\n", cfg.plan, len(p.Phases), p.total(), p.Describe)
+		return nil
 	}
 	m := newMetrics(p.Testid)
 	if cfg.metricsAddr != "" {
@@ -91,6 +101,14 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		return err
 	}
 	table(stdout, p, doc)
+	if cfg.logLoad {
+		// A Kubernetes Job's pods: scripts/k8s.sh reads it from their logs.
+		fmt.Fprintf(stdout, "--- uds-lab load.json %d/%d ---\n", cfg.segment, cfg.segments)
+		if err := writeJSON(stdout, doc); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "--- end of load.json ---")
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: load.json holds the phases run so far")
 	}

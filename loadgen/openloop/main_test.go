@@ -81,7 +81,7 @@ func runPlan(t *testing.T, plan string, env map[string]string) (map[string]any, 
 		return map[string]string{"OPENLOOP_METRICS_ADDR": "off"}[k]
 	}
 	var out, errb bytes.Buffer
-	err := run(context.Background(), getenv, &out, &errb)
+	err := run(context.Background(), nil, getenv, &out, &errb)
 	b, rerr := os.ReadFile(loadFile(plan))
 	if rerr != nil {
 		t.Fatalf("no load.json (run: %v; stderr %s)", err, errb.String())
@@ -241,6 +241,7 @@ func TestBadSettingsAreRefusedByName(t *testing.T) {
 		"OPENLOOP_TIMEOUT=0s":         "OPENLOOP_TIMEOUT",
 		"OPENLOOP_MAX_IN_FLIGHT=0":    "OPENLOOP_MAX_IN_FLIGHT",
 		"OPENLOOP_SCRAPE_WAIT=soon":   "OPENLOOP_SCRAPE_WAIT",
+		"OPENLOOP_LOG_LOAD_JSON=yes":  "OPENLOOP_LOG_LOAD_JSON",
 		"PLAN=":                       "PLAN",
 		"PLAN=/nonexistent/plan.json": "PLAN",
 	} {
@@ -251,7 +252,7 @@ func TestBadSettingsAreRefusedByName(t *testing.T) {
 			}
 			return map[string]string{"PLAN": "plan.json"}[name]
 		}
-		err := run(context.Background(), getenv, &bytes.Buffer{}, &bytes.Buffer{})
+		err := run(context.Background(), nil, getenv, &bytes.Buffer{}, &bytes.Buffer{})
 		var se settingError
 		if err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &se) {
 			t.Errorf("%s: %v, want a setting error naming %s", env, err, want)
@@ -341,5 +342,28 @@ ended:
 	}
 	if strings.Contains(body, `openloop_request_duration_seconds_count{level="",path="bad"`) {
 		t.Error("failed requests were timed")
+	}
+}
+
+func TestCheckReadsThePlanAndSendsNothing(t *testing.T) {
+	s := &server{got: map[string]int{}}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	plan := testPlan(t, srv.URL, 100, "tcp", "uds")
+	var out bytes.Buffer
+	getenv := func(k string) string { return map[string]string{"PLAN": plan}[k] }
+	if err := run(context.Background(), []string{"check"}, getenv, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	// 100/s: 50 in the warm-up, 200 in the stream, 50 alone.
+	if want := plan + ": 3 phases, 300 requests: a test\n"; out.String() != want || len(s.got) != 0 {
+		t.Errorf("check said %q (want %q); the server saw %v", out.String(), want, s.got)
+	}
+	if _, err := os.Stat(loadFile(plan)); err == nil {
+		t.Error("check wrote load.json")
+	}
+	var se settingError
+	if err := run(context.Background(), []string{"go"}, getenv, &out, &bytes.Buffer{}); !errors.As(err, &se) {
+		t.Errorf("an unknown argument: %v, want a setting error", err)
 	}
 }

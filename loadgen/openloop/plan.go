@@ -126,6 +126,15 @@ func (p *plan) rateOf(ph *phase) int {
 	return p.rate
 }
 
+// total: how many requests the plan holds (all segments).
+func (p *plan) total() int {
+	n := 0
+	for i := range p.Phases {
+		n += p.requests(&p.Phases[i])
+	}
+	return n
+}
+
 // requests: how many requests the phase's stream holds (all segments).
 func (p *plan) requests(ph *phase) int {
 	return int(float64(p.rateOf(ph)) * ph.DurationS)

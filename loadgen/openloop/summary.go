@@ -9,9 +9,10 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// What a sweep counts of how a failing path fails (load.schema.json's
-// statuses): nginx's 502, 503 and 504, no response at all (0), and of those
-// a refused connection, a reset, a request or a connect timed out.
+// What every phase counts of how a failing path fails (load.schema.json's
+// statuses; a sweep's judge and the backlog scenario read them): nginx's 502,
+// 503 and 504, no response at all (0), and of those a refused connection, a
+// reset, a request or a connect timed out.
 var (
 	failing    = []string{"502", "503", "504", "0", "refused", "reset", "timeout", "connect_timeout"}
 	noResponse = []string{"refused", "reset", "timeout", "connect_timeout", "error"}
@@ -60,16 +61,14 @@ func phaseJSON(p *plan, ph *phase, r *phaseRecord) map[string]any {
 	out["duration_ms"] = durations(t.sent)
 	out["scheduled_ms"] = durations(t.due)
 	out["hdr"] = map[string]string{"sent": encode(t.sent), "due": encode(t.due)}
-	if p.mode == "sweep" {
-		st := map[string]int64{}
-		for _, k := range failing {
-			st[k] = t.statuses[k]
-		}
-		for _, k := range noResponse {
-			st["0"] += t.statuses[k]
-		}
-		out["statuses"] = st
+	st := map[string]int64{}
+	for _, k := range failing {
+		st[k] = t.statuses[k]
 	}
+	for _, k := range noResponse {
+		st["0"] += t.statuses[k]
+	}
+	out["statuses"] = st
 	if ph.Path == mix {
 		by := map[string]any{}
 		for _, path := range ph.Paths {

@@ -17,13 +17,13 @@ import (
 // bed builds and starts (tests/k8s/node/node.sh: etcd, kube-apiserver,
 // controller manager, scheduler, containerd, runc, the CNI bridge, CoreDNS,
 // kube-proxy and the kubelet, in namespaces of their own), with the users'
-// commands: make k8s-up, a run of two k6 pods each with its execution
-// segment (make k8s-load K8S_PODS=2), and make k8s-report. The images are
+// commands: make k8s-up, a run of two generator pods each sending every
+// other request of the stream (make k8s-load K8S_PODS=2), and make k8s-report. The images are
 // the stand-ins make e2e uses and the lab's own, imported into the node's
 // containerd as users import theirs. Then the failure users meet: a small
 // listen backlog (net.core.somaxconn, allowed by the kubelet) makes the
 // socket answer 502 under a burst where TCP queues; at the node's default
-// backlog the same burst fails nothing.
+// backlog the same burst fails with no 502.
 func TestKubernetes(t *testing.T) {
 	if os.Getenv("UDS_LAB_E2E") == "" {
 		t.Skip("needs the stand-in images and environment from tests/e2e/run.sh: run `make e2e`")
@@ -77,10 +77,10 @@ func TestKubernetes(t *testing.T) {
 	})
 
 	images := []string{os.Getenv("NGINX_IMAGE"), os.Getenv("NGINX_EXPORTER_IMAGE"), os.Getenv("PROMETHEUS_IMAGE"),
-		os.Getenv("K6_IMAGE"), os.Getenv("PYTHON_IMAGE"),
-		"uds-lab/app:local", "uds-lab/nginx-log-exporter:local", "uds-lab/prometheus-auth:local"}
+		os.Getenv("PYTHON_IMAGE"),
+		"uds-lab/app:local", "uds-lab/nginx-log-exporter:local", "uds-lab/prometheus-auth:local", "uds-lab/openloop:local"}
 	step(t, "the lab's own images (as docs/kubernetes.md says to build them)", func() {
-		run(t, "docker", "compose", "build", "app", "nginx-log-exporter", "prometheus-auth")
+		run(t, "docker", "compose", "build", "app", "nginx-log-exporter", "prometheus-auth", "openloop")
 	})
 	step(t, "node up", func() { run(t, node, "up", dir) })
 	step(t, "images into the node's containerd", func() {
@@ -93,13 +93,12 @@ func TestKubernetes(t *testing.T) {
 		}
 	})
 	// The stand-ins' names, never pulled; requests that fit a 2-core node
-	// running two k6 pods beside the lab.
+	// running two generator pods beside the lab.
 	values := filepath.Join(dir, "values.yaml")
 	if err := os.WriteFile(values, []byte(fmt.Sprintf(`images:
   nginx: %s
   nginxExporter: %s
   prometheus: %s
-  k6: %s
   python: %s
   pullPolicy: Never
 load:
@@ -107,7 +106,7 @@ load:
   resources:
     cpu: 300m
     memory: 512Mi
-`, images[0], images[1], images[2], images[3], images[4])), 0o644); err != nil {
+`, images[0], images[1], images[2], images[3])), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	env := []string{"K8S_VALUES=" + values, "K8S_NAMESPACE=uds-lab-e2e", "K8S_NETWORK_PLUGIN=CNI bridge (test bed)"}
@@ -149,7 +148,7 @@ load:
 		must(env, "make", "k8s-report", "RUN="+testid)
 		md := mustRead(t, lab.Path(t, "results", testid, "report.md"))
 		t.Logf("report.md:\n%s", md)
-		for _, want := range []string{"Where: Kubernetes v1.37.2", "Loopback in the app's pod: not tracked", "k6 ran as 2 pods"} {
+		for _, want := range []string{"Where: Kubernetes v1.37.2", "Loopback in the app's pod: not tracked", "The generator ran as 2 pods"} {
 			if !strings.Contains(md, want) {
 				t.Errorf("report.md does not say %q", want)
 			}
@@ -167,10 +166,11 @@ load:
 		}
 	})
 
-	// burst runs make max's plan on tcp-lo and uds-lo with 200 connections in
-	// flight, and returns each path's measured statuses (k6's own counts).
+	// burst runs tcp-lo and uds-lo one at a time at 1,500 req/s, open loop
+	// (requests pile up in flight when the app falls behind), and returns
+	// each path's measured statuses (the generator's own counts).
 	burst := func(id string) (map[string]map[string]int, error) {
-		_, err := in(append(env, "TESTID="+id, "K8S_SET=load.mode=max load.connections=200 load.paths={tcp-lo,uds-lo} "+
+		_, err := in(append(env, "TESTID="+id, "K8S_SET=load.rate=1500 load.interleave=0 load.paths={tcp-lo,uds-lo} "+
 			"load.duration=3 load.rounds=1 load.warmup=1 load.idle=0"), "make", "k8s-load")
 		var load struct {
 			Phases []struct {

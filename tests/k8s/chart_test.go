@@ -41,7 +41,7 @@ var variants = []variant{
 		"load.enabled=true", "load.testid=php1", "load.scenario=ping\\,cpu", "load.seed=7"}},
 	{"pod-upstream", []string{"nginx.remoteUpstream=pod", "networkPolicies.prometheusReaders[0].podSelector.matchLabels.app=grafana"}},
 	{"pinned-node", []string{"pinning.guaranteed=true", "nodeUnderTest.labels.uds-lab/role=under-test",
-		"sysctls.somaxconn=64", "load.enabled=true", "load.testid=pinned", "load.paths={tcp-lo,uds-lo}", "load.mode=max",
+		"sysctls.somaxconn=64", "load.enabled=true", "load.testid=pinned", "load.paths={tcp-lo,uds-lo}",
 		"nginx.accessLog=off"}},
 }
 

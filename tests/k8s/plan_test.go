@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"uds-lab/tests/internal/lab"
@@ -54,11 +56,12 @@ func podFS(t *testing.T, m Manifests, pod *PodSpec, c *Container, root string) {
 	}
 }
 
-// The k6 Job's plan, as the Job would make it: loadgen/plan.py (from the
-// chart's ConfigMap) with the plan container's environment and mounts, run
-// here under a folder standing for the pod's file system. The plan lands
-// where k6's PLAN points, in the folder both share; it drives the chart's
-// paths, and every URL in it is a Service and port of the chart.
+// The generator Job's plan, as the Job would make it: loadgen/plan.py (from
+// the chart's ConfigMap) with the plan container's environment and mounts,
+// run here under a folder standing for the pod's file system. The plan lands
+// where openloop's PLAN points, in the folder both share; openloop takes it;
+// it drives the chart's paths, and every URL in it is a Service and port of
+// the chart.
 func TestJobPlan(t *testing.T) {
 	python := lab.Tool(t, "python3")
 	for _, v := range variants {
@@ -74,13 +77,13 @@ func TestJobPlan(t *testing.T) {
 		}
 		t.Run(v.name, func(t *testing.T) {
 			pod := &job.Spec.Template.Spec
-			plan, k6 := pod.Container("plan"), pod.Container("k6")
-			if plan == nil || k6 == nil {
-				t.Fatalf("Job %s: no plan init container or no k6 container", job.Metadata.Name)
+			plan, gen := pod.Container("plan"), pod.Container("openloop")
+			if plan == nil || gen == nil {
+				t.Fatalf("Job %s: no plan init container or no openloop container", job.Metadata.Name)
 			}
 			root := t.TempDir()
 			podFS(t, m, pod, plan, root)
-			podFS(t, m, pod, k6, root)
+			podFS(t, m, pod, gen, root)
 			local := func(p string) string {
 				if strings.HasPrefix(p, "/") {
 					return filepath.Join(root, p)
@@ -102,12 +105,9 @@ func TestJobPlan(t *testing.T) {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("plan.py with the Job's settings: %v\n%s", err, out)
 			}
-			b, err := os.ReadFile(local(k6.EnvMap()["PLAN"]))
+			b, err := os.ReadFile(local(gen.EnvMap()["PLAN"]))
 			if err != nil {
-				t.Fatalf("k6's PLAN: %v (plan.py wrote it elsewhere, or the two containers do not share it)", err)
-			}
-			if _, err := os.Stat(local("/loadgen/load.js")); err != nil || !strings.Contains(strings.Join(k6.Command, " "), "--out experimental-prometheus-rw /loadgen/load.js") {
-				t.Errorf("k6 runs %q; want loadgen/load.js at /loadgen/load.js with the remote-write output (%v)", k6.Command, err)
+				t.Fatalf("openloop's PLAN: %v (plan.py wrote it elsewhere, or the two containers do not share it)", err)
 			}
 			var doc struct {
 				Testid   string `json:"testid"`
@@ -143,33 +143,22 @@ func TestJobPlan(t *testing.T) {
 					}
 				}
 				if !ok {
-					t.Errorf("path %s: k6 would ask %s, which no Service of the chart answers", path, u)
+					t.Errorf("path %s: the generator would ask %s, which no Service of the chart answers", path, u)
 				}
 			}
-			// k6 takes it: loadgen/load.js from the Job's ConfigMap, on the plan
-			// the Job wrote (k6 inspect: the scenarios, one per phase, no load; k6 run
-			// takes the environment by default, inspect when asked).
-			inspect := exec.Command(k6Binary(t), "inspect", "--include-system-env-vars", local("/loadgen/load.js"))
-			inspect.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "K6_NO_USAGE_REPORT=true",
-				"PLAN=" + local(k6.EnvMap()["PLAN"])}
-			iout, err := inspect.Output()
-			if err != nil {
-				t.Fatalf("k6 inspect on the Job's plan: %v", err)
-			}
-			var options struct {
-				Scenarios map[string]any `json:"scenarios"`
+			// The generator takes it: openloop check reads the plan the Job
+			// wrote as the Job's container would (its PLAN, its segment), and
+			// sends nothing.
+			check := exec.Command(openloopBinary(t), "check")
+			check.Env = []string{"PLAN=" + local(gen.EnvMap()["PLAN"]), "OPENLOOP_SEGMENT=0/1"}
+			if out, err := check.CombinedOutput(); err != nil {
+				t.Fatalf("openloop check on the Job's plan: %v\n%s", err, out)
 			}
 			var phases struct {
 				Phases []any `json:"phases"`
 			}
-			if err := json.Unmarshal(iout, &options); err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &phases); err != nil {
-				t.Fatal(err)
-			}
-			if len(options.Scenarios) == 0 || len(options.Scenarios) != len(phases.Phases) {
-				t.Errorf("k6 makes %d scenarios of the Job's plan of %d phases", len(options.Scenarios), len(phases.Phases))
+			if err := json.Unmarshal(b, &phases); err != nil || len(phases.Phases) == 0 {
+				t.Errorf("the Job's plan has no phases (%v)", err)
 			}
 			// Where the socket cannot go, the path is not driven.
 			cat := lab.ReadCatalogue(t)
@@ -182,22 +171,22 @@ func TestJobPlan(t *testing.T) {
 	}
 }
 
-// A run is its Job alone: rendered with --show-only templates/k6-job.yaml
+// A run is its Job alone: rendered with --show-only templates/load-job.yaml
 // (docs/kubernetes.md) it brings its NetworkPolicy, and every ConfigMap and
 // Secret it mounts is one the installed chart already has; and enabling a run
 // changes nothing in the pods under test (their templates, checksums
 // included, stay the same: no restart between runs).
 func TestRunIsTheJobAlone(t *testing.T) {
 	sets := []string{"load.enabled=true", "load.testid=r7"}
-	args := append([]string{"template", release, chartDir(t), "--namespace", namespace, "--show-only", "templates/k6-job.yaml"}, setArgs(sets)...)
+	args := append([]string{"template", release, chartDir(t), "--namespace", namespace, "--show-only", "templates/load-job.yaml"}, setArgs(sets)...)
 	out, err := helm(t, args...)
 	if err != nil {
-		t.Fatalf("helm template --show-only templates/k6-job.yaml: %v", err)
+		t.Fatalf("helm template --show-only templates/load-job.yaml: %v", err)
 	}
 	run := parse(t, out)
 	installed := parse(t, render(t, nil))
-	job := run.must(t, "Job", "k6-r7")
-	run.must(t, "NetworkPolicy", release+"-k6")
+	job := run.must(t, "Job", "openloop-r7")
+	run.must(t, "NetworkPolicy", release+"-openloop")
 	for _, v := range job.Spec.Template.Spec.Volumes {
 		if v.ConfigMap != nil && installed.Get("ConfigMap", v.ConfigMap.Name) == nil {
 			t.Errorf("the Job mounts ConfigMap %s, which the installed chart lacks", v.ConfigMap.Name)
@@ -227,14 +216,30 @@ func docOf(t *testing.T, text, kind, name string) string {
 	return ""
 }
 
-// k6Binary is the k6 scripts/test-deps.sh builds (.env's K6_IMAGE version),
-// as loadgen's tests find it.
-func k6Binary(t *testing.T) string {
+// openloopBinary is loadgen/openloop built from this checkout, once.
+func openloopBinary(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command(lab.Path(t, "scripts", "test-deps.sh"), "k6").Output()
-	if err != nil {
-		t.Fatalf("scripts/test-deps.sh k6: %v", err)
+	openloopOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "openloop-")
+		if err != nil {
+			openloopErr = err
+			return
+		}
+		openloopPath = filepath.Join(dir, "openloop")
+		cmd := exec.Command("go", "build", "-o", openloopPath, ".")
+		cmd.Dir = lab.Path(t, "loadgen", "openloop")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			openloopErr = fmt.Errorf("go build loadgen/openloop: %v\n%s", err, out)
+		}
+	})
+	if openloopErr != nil {
+		t.Fatal(openloopErr)
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[len(lines)-1]
+	return openloopPath
 }
+
+var (
+	openloopOnce sync.Once
+	openloopPath string
+	openloopErr  error
+)

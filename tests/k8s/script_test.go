@@ -18,8 +18,8 @@ func TestK8sScriptRefusesBadSettings(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"K8S_PODS=0"}, []string{"load"}, "K8S_PODS=0: a whole number of k6 pods, 1 to 16"},
-		{[]string{"K8S_PODS=17"}, []string{"load"}, "K8S_PODS=17: a whole number of k6 pods, 1 to 16"},
+		{[]string{"K8S_PODS=0"}, []string{"load"}, "K8S_PODS=0: a whole number of generator pods, 1 to 16"},
+		{[]string{"K8S_PODS=17"}, []string{"load"}, "K8S_PODS=17: a whole number of generator pods, 1 to 16"},
 		{[]string{"K8S_PODS=two"}, []string{"load"}, "K8S_PODS=two"},
 		{[]string{"K8S_TIMEOUT=0"}, []string{"load"}, "K8S_TIMEOUT=0: seconds"},
 		{[]string{"K8S_NAMESPACE=Lab_1"}, []string{"up"}, "K8S_NAMESPACE=Lab_1: not a namespace's name"},

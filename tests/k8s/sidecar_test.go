@@ -145,8 +145,8 @@ func TestSidecarMutationsAreCaught(t *testing.T) {
 }
 
 // Who holds what (docs/design.md, "Inputs"): the Prometheus password only in
-// Prometheus's pod and k6's, never in the app's or nginx's; the log FIFO's
-// volume not in the app's container.
+// Prometheus's pod, never in the app's, nginx's or the generator's (nothing
+// writes into Prometheus); the log FIFO's volume not in the app's container.
 func TestInputs(t *testing.T) {
 	m := parse(t, render(t, []string{"load.enabled=true", "load.testid=t1"}))
 	secret := release + "-prometheus-auth"
@@ -154,7 +154,7 @@ func TestInputs(t *testing.T) {
 		pod := o.Spec.Template.Spec
 		for _, v := range pod.Volumes {
 			holds := v.Secret != nil && v.Secret.SecretName == secret
-			if holds && o.Metadata.Name != "prometheus" && !strings.HasPrefix(o.Metadata.Name, "k6-") {
+			if holds && o.Metadata.Name != "prometheus" {
 				t.Errorf("%s %s mounts Prometheus's password", o.Kind, o.Metadata.Name)
 			}
 		}
@@ -170,8 +170,8 @@ func TestInputs(t *testing.T) {
 	if app.Mount("log") != nil {
 		t.Error("the app's container mounts the log exporter's FIFO folder")
 	}
-	if m.Get("Job", "k6-t1") == nil {
-		t.Fatal("no Job k6-t1 with load.enabled")
+	if m.Get("Job", "openloop-t1") == nil {
+		t.Fatal("no Job openloop-t1 with load.enabled")
 	}
 }
 

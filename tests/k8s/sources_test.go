@@ -19,7 +19,6 @@ var sharedFiles = map[string]string{
 	"catalogue.json":       "catalogue.json",
 	"nginx/templates":      "nginx/templates",
 	"nginx/healthcheck.sh": "nginx/healthcheck.sh",
-	"loadgen/load.js":      "loadgen/load.js",
 	"loadgen/plan.py":      "loadgen/plan.py",
 	"grafana/dashboards":   "grafana/dashboards",
 	// compose's Grafana datasource, for Grafana's sidecar on the cluster.
@@ -68,7 +67,7 @@ func TestSharedFilesAreLinks(t *testing.T) {
 
 // What the chart renders is the repository's files, byte for byte: every
 // nginx template (each at its folder), the readiness script, the catalogue,
-// k6's script and the plan's writer.
+// and the plan's writer.
 func TestChartCarriesTheLabsFiles(t *testing.T) {
 	m := parse(t, render(t, []string{"load.enabled=true", "load.testid=t1"}))
 	read := func(rel string) string {
@@ -118,7 +117,7 @@ func TestChartCarriesTheLabsFiles(t *testing.T) {
 		t.Error("the chart's catalogue.json differs from the repository's")
 	}
 	lg := m.must(t, "ConfigMap", release+"-loadgen")
-	for _, f := range []string{"load.js", "plan.py"} {
+	for _, f := range []string{"plan.py"} {
 		if lg.Data[f] != read("loadgen/"+f) {
 			t.Errorf("the chart's %s differs from loadgen/%s", f, f)
 		}
@@ -172,7 +171,7 @@ func TestValuesAgreeWithEnv(t *testing.T) {
 	}
 	for key, want := range map[string]string{
 		"images.nginx": env["NGINX_IMAGE"], "images.prometheus": env["PROMETHEUS_IMAGE"],
-		"images.nginxExporter": env["NGINX_EXPORTER_IMAGE"], "images.k6": env["K6_IMAGE"], "images.python": env["PYTHON_IMAGE"],
+		"images.nginxExporter": env["NGINX_EXPORTER_IMAGE"], "images.python": env["PYTHON_IMAGE"],
 		"app.protocol": env["APP_PROTOCOL"], "app.fastcgiScript": env["APP_FASTCGI_SCRIPT"],
 		"app.uid": env["APP_UID"], "app.gid": env["APP_GID"], "app.socketMode": env["APP_SOCKET_MODE"],
 		"app.downloadSize":  env["APP_DOWNLOAD_SIZE"],
@@ -367,8 +366,9 @@ func writeFile(t *testing.T, path, text string) {
 // What the containers get is .env's: every variable of the app's, both
 // nginx's and the plan's environment that .env also sets has .env's value
 // (PATHS aside: the chart drives the paths that exist on Kubernetes; SEED
-// too: unset, the chart makes it the run id's hash, so that every k6 pod of
-// the Job draws the same plan).
+// too: unset, the chart makes it the run id's hash, so that every generator
+// pod of the Job draws the same plan; GENERATOR: .env leaves it to each
+// command, the Job names its own).
 func TestRenderedEnvIsEnvs(t *testing.T) {
 	env := lab.Env(t)
 	m := parse(t, render(t, []string{"load.enabled=true", "load.testid=t1"}))
@@ -379,7 +379,7 @@ func TestRenderedEnvIsEnvs(t *testing.T) {
 		n := 0
 		for k, v := range c.EnvMap() {
 			want, ok := env[k]
-			if !ok || k == "PATHS" || k == "SEED" {
+			if !ok || k == "PATHS" || k == "SEED" || k == "GENERATOR" {
 				continue
 			}
 			n++
@@ -395,7 +395,7 @@ func TestRenderedEnvIsEnvs(t *testing.T) {
 	check("app/app", app.Container("app"))
 	check("app/nginx", app.Container("nginx"))
 	check("nginx/nginx", m.must(t, "Deployment", "nginx").Spec.Template.Spec.Container("nginx"))
-	check("k6-t1/plan", m.must(t, "Job", "k6-t1").Spec.Template.Spec.Container("plan"))
+	check("openloop-t1/plan", m.must(t, "Job", "openloop-t1").Spec.Template.Spec.Container("plan"))
 	if got, want := app.Container("app").EnvMap()["APP_SOCKET_GID"], env["APP_GID"]; got != want {
 		t.Errorf("APP_SOCKET_GID=%q; .env's APP_GID is %q", got, want)
 	}
@@ -414,7 +414,7 @@ func TestWholeNumbersInFull(t *testing.T) {
 	if got := m.must(t, "Deployment", "app").Spec.Template.Spec.Container("app").EnvMap()["APP_DOWNLOAD_SIZE"]; got != "1073741824" {
 		t.Errorf("APP_DOWNLOAD_SIZE=%q, want 1073741824", got)
 	}
-	plan := m.must(t, "Job", "k6-20261125").Spec.Template.Spec.Container("plan").EnvMap()
+	plan := m.must(t, "Job", "openloop-20261125").Spec.Template.Spec.Container("plan").EnvMap()
 	for k, want := range map[string]string{"SEED": "2147483647", "RATE": "1000000", "TESTID": "20261125"} {
 		if plan[k] != want {
 			t.Errorf("%s=%q, want %s", k, plan[k], want)

@@ -241,7 +241,7 @@ func TestWaiverScope(t *testing.T) {
 		want bool
 	}{
 		{finding{object: "Deployment/app", check: w.Check, containers: []string{"nginx"}}, true},
-		{finding{object: "Deployment/app", check: w.Check, containers: []string{"nginx", "k6"}}, false},
+		{finding{object: "Deployment/app", check: w.Check, containers: []string{"nginx", "openloop"}}, false},
 		{finding{object: "Deployment/prometheus", check: w.Check, containers: []string{"nginx"}}, false},
 		{finding{object: "Deployment/app", check: "pod-probes", containers: []string{"nginx"}}, false},
 	} {

@@ -31,7 +31,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- if not (.Files.Glob "files/grafana/dashboards/*.json") -}}
 {{- fail "files/grafana/dashboards holds no dashboard: the chart reads grafana/dashboards through the link k8s/uds-lab/files/grafana/dashboards, which this checkout holds as a file (git's core.symlinks is false?)" -}}
 {{- end -}}
-{{- range list "files/nginx/healthcheck.sh" "files/loadgen/load.js" "files/loadgen/plan.py" "files/grafana/datasource.yaml" -}}
+{{- range list "files/nginx/healthcheck.sh" "files/loadgen/plan.py" "files/grafana/datasource.yaml" -}}
 {{- if not (contains "\n" ($.Files.Get .)) -}}
 {{- fail (printf "%s is not the lab's file but %q: the chart reads it through a link, which this checkout holds as a file (git's core.symlinks is false?)" . ($.Files.Get .)) -}}
 {{- end -}}
@@ -40,7 +40,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{/*
-The paths k6 drives, as a comma list: load.paths, or every catalogue path that
+The paths the generator drives, as a comma list: load.paths, or every catalogue path that
 exists on Kubernetes (its "kubernetes" entry says so, or why not) but the A/A
 twins.
 */}}

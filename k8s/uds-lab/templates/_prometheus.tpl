@@ -7,7 +7,7 @@ global:
   evaluation_interval: 5s
 scrape_configs:
 {{- /* Each job keeps only its own series (compose's prometheus.yml does the same). */ -}}
-{{- range $job := list (dict "name" "app" "port" "app-http" "fast" true "keep" "(app|process|go)_.+") (dict "name" "nginx" "port" "nginx-metrics" "fast" false "keep" "nginx_(connections_.+|http_requests_total|up|exporter_build_info)|(process|go)_.+") (dict "name" "nginx-log" "port" "log-metrics" "fast" true "keep" "(nginx_location|nginx_log|process|go)_.+") (dict "name" "openloop" "port" "openloop-metrics" "fast" true "keep" "(openloop|process|go)_.+") }}
+{{- range $job := list (dict "name" "app" "port" "app-http" "fast" true "keep" "(app|process|go)_.+") (dict "name" "nginx" "port" "nginx-metrics" "fast" false "keep" "nginx_(connections_.+|http_requests_total|up|exporter_build_info)|(process|go)_.+") (dict "name" "nginx-log" "port" "log-metrics" "fast" true "keep" "(nginx_location|nginx_log|process|go)_.+") (dict "name" "openloop" "port" "gen-metrics" "fast" true "keep" "(openloop|process|go)_.+") }}
   - job_name: {{ $job.name }}
     {{- if $job.fast }}
     scrape_interval: 1s

@@ -1,1 +1,0 @@
-../../../../loadgen/load.js
