@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Benchmark, not a test: do the lab's figures agree with an independent tool?
 
-With the lab up (`make up`), it runs `make max` (GENERATOR=k6 or wrk) and `make
+With the lab up (`make up`), it runs `make max` (GENERATOR=wrk) and `make
 report`, then wrk on its own against the same nginx endpoints, in the same
 session and the same counterbalanced rounds, and prints each path's requests/s ratio
 to tcp from the lab (the app's own request counter in Prometheus, over each
 phase's window) beside wrk's (wrk's own count). They should agree within 15%;
 where they do not, the table says which side was limited.
 
-    python3 loadgen/bench_wrk.py [--generator k6|wrk] [--rounds 3] [--duration 15]
+    python3 loadgen/bench_wrk.py [--generator wrk] [--rounds 3] [--duration 15]
                                  [--connections 64] [--tolerance 0.15]
 Exit 0 when every path agrees, 1 when one does not; a failing `make max`,
 `make report` or wrk run stops it with that command's error (a traceback).
@@ -93,7 +93,7 @@ def compare(lab, wrk, tolerance):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--generator", choices=["k6", "wrk"], default="k6")
+    ap.add_argument("--generator", choices=["wrk"], default="wrk")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=int, default=15)
     ap.add_argument("--warmup", type=int, default=3)

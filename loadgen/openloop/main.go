@@ -77,7 +77,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	fmt.Fprintf(stdout, "uds-lab openloop run %s%s: %s\n", p.Testid, seg, p.Describe)
 
-	s := newSender(cfg, m)
+	clk, err := newClock()
+	if err != nil {
+		return fmt.Errorf("a timer: %w", err)
+	}
+	defer clk.close()
+	s := newSender(cfg, m, clk)
 	start := time.Now()
 	recs := make([]*phaseRecord, len(p.Phases))
 	for i := range p.Phases {
@@ -86,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	for i := range p.Phases {
 		ph := &p.Phases[i]
 		at := start.Add(time.Duration(ph.StartOffsetS * float64(time.Second)))
-		if !sleepUntil(ctx, at) {
+		if !clk.until(ctx, at) {
 			break
 		}
 		fmt.Fprintln(stdout, ph.Progress)

@@ -18,10 +18,11 @@ type sender struct {
 	slots    chan struct{} // one per request in flight
 	inFlight sync.WaitGroup
 	m        *metrics
+	clock    *clock
 	seg, n   int
 }
 
-func newSender(cfg config, m *metrics) *sender {
+func newSender(cfg config, m *metrics, c *clock) *sender {
 	// Connections to nginx are kept and reused, as a browser or k6 does;
 	// what differs between the paths is nginx's side. As many idle ones as
 	// can be in flight, so that none is closed and reopened under load.
@@ -35,7 +36,7 @@ func newSender(cfg config, m *metrics) *sender {
 	return &sender{
 		client: &http.Client{Transport: tr, Timeout: cfg.timeout},
 		slots:  make(chan struct{}, cfg.maxInFlight),
-		m:      m, seg: cfg.segment, n: cfg.segments,
+		m:      m, clock: c, seg: cfg.segment, n: cfg.segments,
 	}
 }
 
@@ -45,19 +46,9 @@ func newSender(cfg config, m *metrics) *sender {
 func (s *sender) phase(ctx context.Context, p *plan, ph *phase, start time.Time, rec *phaseRecord) {
 	labels := s.m.phaseLabels(ph)
 	total := p.requests(ph)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
 	for i := s.seg; i < total; i += s.n {
 		due := start.Add(p.at(ph, i))
-		if wait := time.Until(due); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
-		} else if ctx.Err() != nil {
+		if !s.clock.until(ctx, due) {
 			return
 		}
 		path, block := p.target(ph, i)

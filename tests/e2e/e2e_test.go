@@ -152,11 +152,11 @@ func TestLab(t *testing.T) {
 			more                          []string
 		}{
 			{"wrk", "tcp,uds,tcp-lo,uds-lo", "2", "5", []string{"PRECISION=0.01", "MAX_ROUNDS=3"}},
-			// No k6 row: it was there only to prove k6's own max mode (make
-			// max GENERATOR=k6), and the tests no longer run k6 (its official
-			// image is the user's to pull). wrk's row covers make max's default.
 			// The client straight to the app, beside the same pair through nginx-lo.
 			{"oha", "direct-tcp,direct-uds,tcp-lo,uds-lo,tcp-lo-ka,uds-lo-ka", "2", "3", nil},
+			// No k6 row: it was there only to prove k6's own max mode, and
+			// the tests no longer run k6 (its official image is the user's to
+			// pull). wrk's row covers make max's default.
 		} {
 			t.Run(gen.name, func(t *testing.T) {
 				maxRun(t, testid+"-max-"+gen.name, gen.name, gen.paths, gen.rounds, gen.duration, gen.more...)
@@ -179,6 +179,16 @@ func TestLab(t *testing.T) {
 	t.Run("swap", func(t *testing.T) {
 		t.Cleanup(func() { step(t, "make up: back to the lab's app", func() { mk(t, "up") }) })
 		swapApp(t, prom, nginx, minimalImage, testid+"-swap")
+	})
+	// An app that publishes other sources' figures on its /metrics (the
+	// minimal app, built with forged series): Prometheus's app job keeps none
+	// of them; then back to the lab's app.
+	t.Run("forged metrics", func(t *testing.T) {
+		t.Cleanup(func() {
+			step(t, "make up: back to the lab's app", func() { mk(t, "up") })
+			exec.Command("docker", "image", "rm", "-f", forgedImage).Run()
+		})
+		forgedMetrics(t, prom, testid+"-forged")
 	})
 	// The reference stacks (stand-ins from Debian's packages, running the same
 	// app code and config as stacks/*), each behind the lab: every path serves.
@@ -238,7 +248,7 @@ func loadAndReport(t *testing.T, prom, testid string) {
 	})
 
 	// Prometheus scraped the generator's last counts before it exited (last_over_time:
-	// see pushed); the app's counters arrive with the next scrape of the app.
+	// see scrapedTotal); the app's counters arrive with the next scrape of the app.
 	sent := map[string]float64{}
 	var after counters
 	waitFor(t, "the generator's final counts and the app's counters in Prometheus", 60*time.Second, func() error {
@@ -588,7 +598,7 @@ func checkPanels(t *testing.T, prom, testid string, from time.Time, keep func(la
 			cadvisor[q.String()] = true
 		}
 		// "A or 0" has data whatever A has: proven where an event makes A
-		// non-zero (errors in kill, dropped iterations in overload), not here.
+		// non-zero (errors in kill, dropped requests in overload), not here.
 		if zero, _ := lab.ZeroFallback(expr); zero {
 			byEvent[q.String()] = true
 			continue
@@ -863,7 +873,7 @@ func killUnderLoad(t *testing.T, prom, nginx, testid string) {
 		t.Errorf("every path served again %.1f s after the kill, want < 15 s", recovered.Seconds())
 	}
 	restarts := strings.TrimSpace(run(t, "docker", "inspect", "-f", "{{.RestartCount}}", id))
-	total := pushed(t, prom, testid)
+	total := scrapedTotal(t, prom, testid)
 	failed := vector(t, prom, fmt.Sprintf(`sum(last_over_time(openloop_requests_total{job="openloop", testid=%q, status!~"[23].."}[1h]))`, testid), "")[""]
 	if !saw502 {
 		t.Errorf("no 502 during the outage: nginx should answer its JSON 502 while the app is down")
@@ -915,14 +925,14 @@ func scrapedAfter(t *testing.T, prom, job string, when time.Time) {
 	})
 }
 
-// pushed waits until Prometheus holds all the requests of run testid that
+// scrapedTotal waits until Prometheus holds all the requests of run testid that
 // the generator's load.json counts, and returns them. openloop waits for one
 // more scrape after its last request before it exits, so the wait is short.
 // Once it has exited, Prometheus's next scrape of it fails and marks its
 // series stale: an instant query of them finds nothing, so the tests read
 // their last values scraped, last_over_time over the last hour (a stale
 // marker is not a sample; each run's testid is its own).
-func pushed(t *testing.T, prom, testid string) float64 {
+func scrapedTotal(t *testing.T, prom, testid string) float64 {
 	t.Helper()
 	requests, _, _ := phases(t, testid)
 	var total float64
