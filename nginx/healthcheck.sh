@@ -3,8 +3,9 @@
 # through it the app on both of its listeners (/_tcp/ and /_uds/ in the
 # template: the app's own protocol, HTTP or FastCGI, as the paths reach it).
 # So the lab decides the app is ready without asking anything of its image (no
-# HEALTHCHECK, no shell or client in it): load starts (k6 waits for nginx
-# healthy) only once the app answers on its port and on its socket.
+# HEALTHCHECK, no shell or client in it): load starts (the load generator
+# waits for nginx healthy) only once the app answers on its port and on its
+# socket.
 # Any answer of the app's counts, 404 included; nginx's 502 (cannot connect),
 # 504 (no answer in time) and 503 (also an app's "not ready") do not.
 port=${NGINX_LISTEN_PORT:?NGINX_LISTEN_PORT is not set}

@@ -22,7 +22,7 @@ from report.prometheus import prometheus_client
 from report.values import ReportError, number, scalar
 from report.warnings import warning
 
-# The shape of load.json that k6 (loadgen/load.js) and the wrk and oha runners write.
+# The shape of load.json that the generators write (loadgen/openloop, loadgen/load.js for k6, the wrk and oha runners).
 LOAD_SCHEMA = Path(__file__).resolve().parent.parent / "loadgen" / "load.schema.json"
 
 

@@ -32,7 +32,7 @@ def fmt_ratio(r):
 
 
 def errors_cell(entry, gen="k6"):
-    """The path's errors, named by who saw them: the load generator (k6, wrk or oha) and nginx."""
+    """The path's errors, named by who saw them: the load generator (openloop, k6, wrk or oha) and nginx."""
     failed = entry["max"]["failed_rate"] or 0
     five = entry["max"]["nginx_5xx"]
     parts = []

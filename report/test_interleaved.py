@@ -125,6 +125,16 @@ def test_the_stream_not_held_is_warned(held, dropped, kind):
     assert [w["kind"] for w in got] == ([kind] if kind else [])
 
 
+@pytest.mark.parametrize("late, warned", [(None, False), (0.01, False), (0.02, True)])
+def test_a_stream_sent_late_is_warned(late, warned):
+    """openloop's late share over the stream: over 1% of its requests more
+    than 1 ms behind their due time, the generator set the pace."""
+    k6 = mixed_load()
+    k6["phases"][0]["late_rate"] = late
+    got = [w for w in build(k6)["warnings"] if "sent over 1 ms late" in w["message"]]
+    assert [w["kind"] for w in got] == (["saturated"] if warned else [])
+
+
 def test_the_answer_the_readme_quotes_is_the_reports():
     """The README's quoted answer sentence (a "> ... ..." line) is what the
     report writes for a run where the socket is faster."""

@@ -133,7 +133,7 @@ def ratio_warnings(workloads, settings):
             out.append(warning(
                 "same_ceiling",
                 f"every path reached the same ceiling ({min(rps):.0f}-{max(rps):.0f} req/s): that is likely {gen}'s "
-                f"limit, not the paths'; give {gen} more CPU or use GENERATOR=wrk",
+                f"limit, not the paths'; give {gen} more CPU" + ("" if gen == "wrk" else " or use wrk (GENERATOR=wrk)"),
                 all_phases, w))
         for path, e in wl["paths"].items():
             if e["ratio_to_tcp"] is None:

@@ -211,7 +211,7 @@ check_kind() {
     row warn "cgroups" "rootless without cgroups: the CPU and memory limits are ignored, so the services are not kept apart" "boot with cgroup v2 and systemd (Docker's rootless docs: Limiting resources)"
   fi
   if [ "$(f userns)" = yes ]; then
-    row info "userns-remap" "node-exporter and cAdvisor run in the host's user namespace (userns_mode: host); k6, wrk and the report write results/ as a remapped uid" "if make load cannot write results/, make it writable: chmod o+w results"
+    row info "userns-remap" "node-exporter and cAdvisor run in the host's user namespace (userns_mode: host); the load generator and the report write results/ as a remapped uid" "if make load cannot write results/, make it writable: chmod o+w results"
   fi
 }
 

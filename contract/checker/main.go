@@ -75,7 +75,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		}
 		c.Wait = d
 	}
-	// The workloads' parameters, as make load gives them to k6.
+	// The workloads' parameters, as make load's plan (loadgen/plan.py) reads them.
 	for _, k := range []string{"CPU_ITERATIONS", "SLEEP_MS", "ENDPOINT"} {
 		c.Params[k] = getenv(k)
 	}

@@ -22,8 +22,9 @@ type CPULimits struct {
 }
 
 // defaultCPULimits: one running request per core Go uses (GOMAXPROCS follows
-// the container's CPU limit); a queue deeper than what the lab sends to one
-// path (k6: 100 VUs at the default RATE; make max: CONNECTIONS=64); a wait
+// the container's CPU limit); a queue deeper than what the lab keeps in
+// flight on one path while the app keeps up (openloop: rate x latency, a few
+// at the default RATE; make max: CONNECTIONS=64); a wait
 // well inside nginx's 30 s proxy_read_timeout, so a request that cannot run
 // gets the app's 503 and not nginx's 504.
 func defaultCPULimits() CPULimits {

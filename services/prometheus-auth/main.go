@@ -1,10 +1,11 @@
 // prometheus-auth writes Prometheus's web configuration (--web.config.file):
-// basic auth on every endpoint, its remote-write receiver included, so only
-// what holds the lab's password (k6, Grafana, make report) reads or writes
-// series, and the app under test, on the same network, cannot. Prometheus
-// takes only a bcrypt hash of the password, which nothing on a user's host can
-// be counted on to compute: this one-shot does it at make up, from the
-// password file compose hands it (PROMETHEUS_PASSWORD_FILE in .env).
+// basic auth on every endpoint, so only what holds the lab's password
+// (Grafana, make report, Prometheus's own scrape; k6 where
+// PROMETHEUS_REMOTE_WRITE switches the remote-write receiver on) reads or
+// writes series, and the app under test, on the same network, cannot.
+// Prometheus takes only a bcrypt hash of the password, which nothing on a
+// user's host can be counted on to compute: this one-shot does it at make up,
+// from the password file compose hands it (PROMETHEUS_PASSWORD_FILE in .env).
 package main
 
 import (
