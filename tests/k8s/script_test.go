@@ -38,3 +38,50 @@ func TestK8sScriptRefusesBadSettings(t *testing.T) {
 		}
 	}
 }
+
+// tests/k8s/node/node.sh down cleans up whatever happens: a cgroup that
+// cannot be removed (a process still in it; here a file in the folder) is
+// named, and the kernel settings the kubelet changed are put back all the
+// same, before it exits 1.
+func TestNodeDownPutsTheSettingsBackWhenACgroupStays(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("writes a kernel setting: needs root, as the node does")
+	}
+	dir, root := t.TempDir(), t.TempDir()
+	// A hierarchy with the node's folder in it, which rmdir cannot remove.
+	stuck := root + "/cpu/uds-lab-node/pod"
+	if err := os.MkdirAll(stuck, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{root + "/cpu/cgroup.procs", stuck + "/tasks"} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The setting to put back: its value now, so that the test changes nothing.
+	now, err := os.ReadFile("/proc/sys/kernel/panic_on_oops")
+	if err != nil {
+		t.Skip(err)
+	}
+	want := "kernel.panic_on_oops=" + strings.TrimSpace(string(now))
+	if err := os.WriteFile(dir+"/sysctls", []byte(want+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A sysctl on PATH that records what it is asked, then does it.
+	bin := t.TempDir()
+	script := "#!/bin/sh\necho \"$@\" >>" + dir + "/asked\nexec /sbin/sysctl \"$@\"\n"
+	if err := os.WriteFile(bin+"/sysctl", []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(lab.Path(t, "tests", "k8s", "node", "node.sh"), "down", dir)
+	cmd.Env = append(os.Environ(), "UDS_LAB_CGROUP_ROOT="+root, "PATH="+bin+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "uds-lab-node is still there") {
+		t.Errorf("node.sh down with a cgroup that stays: %v\n%s\nwant exit 1 naming it", err, out)
+	}
+	asked, _ := os.ReadFile(dir + "/asked")
+	if strings.TrimSpace(string(asked)) != "-qw "+want {
+		t.Errorf("node.sh down asked sysctl %q, want -qw %s: the settings were not put back", asked, want)
+	}
+}

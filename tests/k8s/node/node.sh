@@ -29,6 +29,8 @@ CACHE=${UDS_LAB_CACHE:-$HOME/.cache/uds-lab}
 BIN=${UDS_LAB_NODE_BIN:-$(cat "$dir/bin" 2>/dev/null || true)}
 IP=10.250.0.2 # the node's address, on a link of its namespace's own
 CGROUP=uds-lab-node
+# Where the cgroup hierarchies are (a test points it at a folder of its own).
+CGROUP_ROOT=${UDS_LAB_CGROUP_ROOT:-/sys/fs/cgroup}
 SYSCTLS="vm.overcommit_memory kernel.panic kernel.panic_on_oops"
 log() { printf '[node %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -37,7 +39,7 @@ fill() { sed -e "s#@DIR@#$dir#g" -e "s#@BIN@#$BIN#g" "$here/$1" >"$dir/$1"; }
 
 cgroups() { # each hierarchy's folder for the pods (cgroup v1 here; v2 too)
   local h
-  for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+  for h in "$CGROUP_ROOT"/*/ "$CGROUP_ROOT"/; do
     [ -e "$h/cgroup.procs" ] && echo "${h%/}/$CGROUP"
   done
 }
@@ -184,13 +186,18 @@ down() {
     for ((i = 0; i < 60; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
     rm -f "$dir/pid" "$dir/started"
   fi
-  local c
+  # Every step runs whatever the one before it did: a cgroup that cannot be
+  # removed is said, and the kernel settings are put back all the same.
+  local c s left=0
   for c in $(cgroups); do
-    [ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
-    [ ! -d "$c" ] || echo "node.sh: $c is still there" >&2
+    [ ! -d "$c" ] || find "$c" -depth -type d -exec rmdir {} + 2>/dev/null || true
+    if [ -d "$c" ]; then echo "node.sh: $c is still there" >&2; left=1; fi
   done
-  [ ! -e "$dir/sysctls" ] || while IFS= read -r s; do sysctl -qw "$s"; done <"$dir/sysctls"
+  if [ -e "$dir/sysctls" ]; then
+    while IFS= read -r s; do sysctl -qw "$s" || { echo "node.sh: could not put back $s" >&2; left=1; }; done <"$dir/sysctls"
+  fi
   log "stopped"
+  return "$left"
 }
 
 case $cmd in
