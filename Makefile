@@ -15,8 +15,9 @@ env = $(or $($(1)),$(shell scripts/dotenv.sh $(1)))
 # every use, and a second boundary between two uses would name two runs).
 TESTID := $(or $(TESTID),$(shell date +%Y%m%d-%H%M%S))
 # Prometheus's remote-write receiver, for k6 alone: on only where
-# PROMETHEUS_REMOTE_WRITE=true (.env or the command line); compose.yaml's flag.
-export PROMETHEUS_REMOTE_WRITE_FLAG := --$(if $(filter true,$(call env,PROMETHEUS_REMOTE_WRITE)),,no-)web.enable-remote-write-receiver
+# PROMETHEUS_REMOTE_WRITE=true or GENERATOR=k6 (.env or the command line, at
+# make up); compose.yaml's flag.
+export PROMETHEUS_REMOTE_WRITE_FLAG := --$(if $(or $(filter true,$(call env,PROMETHEUS_REMOTE_WRITE)),$(filter k6,$(call env,GENERATOR))),,no-)web.enable-remote-write-receiver
 # Services `make up` starts; empty means all of them.
 SERVICES ?=
 # Test tools built from source are cached here (scripts/test-deps.sh).
