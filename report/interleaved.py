@@ -27,7 +27,9 @@ from report.values import div, mean
 MIX = "mix"
 # The fewest blocks an interval is taken from.
 MIN_BLOCKS = 10
-# A block's median from fewer requests than this is left out of the pairing.
+# A block's median from fewer requests than this is left out of the pairing
+# (its successful ones, where the generator counts its failures: openloop
+# times only successes).
 MIN_BLOCK_REQUESTS = 5
 
 
@@ -37,9 +39,15 @@ def mixed_phase(load, workload):
                  if p.get("path") == MIX and p.get("round", 0) > 0 and p["workload"] == workload), None)
 
 
+def timed(block):
+    """A block's requests its median is from: its successful ones (openloop
+    counts its failures, k6 did not and timed them all)."""
+    return block["requests"] - (block.get("failed") or 0)
+
+
 def blocks(phase):
     """{path: [client p50 in ms, or None, per block]} of an interleaved phase."""
-    return {path: [b["p50"] if b["requests"] >= MIN_BLOCK_REQUESTS else None for b in v["blocks"]]
+    return {path: [b["p50"] if timed(b) >= MIN_BLOCK_REQUESTS else None for b in v["blocks"]]
             for path, v in (phase.get("by_path") or {}).items()}
 
 
@@ -119,7 +127,7 @@ def summary(phase):
         d = v.get("duration_ms") or {}
         out[path] = {"requests": v["requests"], "rps": div(v["requests"], phase["duration_s"]),
                      "failed_rate": v["failed_rate"], "client_p50_ms": d.get("p50"), "client_p99_ms": d.get("p99"),
-                     "blocks": sum(1 for b in v["blocks"] if b["requests"] >= MIN_BLOCK_REQUESTS)}
+                     "blocks": sum(1 for b in v["blocks"] if timed(b) >= MIN_BLOCK_REQUESTS)}
     return out
 
 

@@ -125,6 +125,18 @@ def test_the_stream_not_held_is_warned(held, dropped, kind):
     assert [w["kind"] for w in got] == ([kind] if kind else [])
 
 
+def test_a_block_of_failures_gives_no_median():
+    """openloop times only successes and counts the failures: a block whose
+    successful requests are fewer than 5 is left out of the pairing, however
+    many requests it sent (4 successes of 60 give no median)."""
+    k6 = mixed_load()
+    mix = k6["phases"][0]
+    for b in mix["by_path"]["uds-lo"]["blocks"][:3]:
+        b["failed"] = b["requests"] - 4
+    d = build(k6)["workloads"]["ping"]["breakdown"]["socket_new"]["figures"]["client_p50_ms"]
+    assert d["blocks"] == len(mix["by_path"]["uds-lo"]["blocks"]) - 3 and d["dropped"] == 3
+
+
 @pytest.mark.parametrize("late, warned", [(None, False), (0.01, False), (0.02, True)])
 def test_a_stream_sent_late_is_warned(late, warned):
     """openloop's late share over the stream: over 1% of its requests more
