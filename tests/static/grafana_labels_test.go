@@ -482,6 +482,22 @@ func TestLabelCheckerCatchesWrongLabels(t *testing.T) {
 
 // k6's tags in this test are load.js's: the system tags it keeps, and every
 // other tag named in it.
+// loadgen/load.js, which users run on k6's official image (GENERATOR=k6) and
+// the lab never runs, is checked against k6's published types (@types/k6)
+// with the TypeScript compiler: a misspelt k6 API fails (loadgen/k6).
+func TestLoadJsMatchesK6sTypes(t *testing.T) {
+	dir := lab.Path(t, "loadgen", "k6")
+	tsc := filepath.Join(dir, "node_modules", "typescript", "bin", "tsc")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@types", "k6")); err != nil {
+		t.Fatalf("%s has no node_modules: run scripts/test-deps.sh (make test does)", dir)
+	}
+	cmd := exec.Command("node", tsc, "-p", "tsconfig.json")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tsc on loadgen/load.js: %v\n%s", err, out)
+	}
+}
+
 func TestK6TagsAreLoadJs(t *testing.T) {
 	b, err := os.ReadFile(lab.Path(t, "loadgen", "load.js"))
 	must(t, err)
