@@ -166,11 +166,11 @@ load:
 		}
 	})
 
-	// burst runs tcp-lo and uds-lo one at a time at 1,500 req/s, open loop
+	// burst runs tcp-lo and uds-lo one at a time at 3,000 req/s, open loop
 	// (requests pile up in flight when the app falls behind), and returns
 	// each path's measured statuses (the generator's own counts).
 	burst := func(id string) (map[string]map[string]int, error) {
-		_, err := in(append(env, "TESTID="+id, "K8S_SET=load.rate=1500 load.interleave=0 load.paths={tcp-lo,uds-lo} "+
+		_, err := in(append(env, "TESTID="+id, "K8S_SET=load.rate=3000 load.interleave=0 load.paths={tcp-lo,uds-lo} "+
 			"load.duration=3 load.rounds=1 load.warmup=1 load.idle=0"), "make", "k8s-load")
 		var load struct {
 			Phases []struct {
