@@ -11,8 +11,12 @@ MIN_RATE_SHARE = 0.95  # achieved requests/s below this share of RATE: the gener
 # scheduling hiccups, shown in the table, not a saturated generator.
 MAX_DROPPED_SHARE = 0.01
 # openloop: requests sent more than 1 ms behind their due time, above this
-# share of a phase's: the generator, not the path, set the pace.
-MAX_LATE_SHARE = 0.01
+# share of a phase's: the generator, not the path, set the pace. Not 1%: on
+# a 2-core machine with nothing pinned, a generator that keeps up sends 1-2%
+# of its requests a little over 1 ms late while nginx and the app take the
+# cores (the test bed's e2e runs at 100 req/s), and a warning on every clean
+# run teaches readers to skip the warnings.
+MAX_LATE_SHARE = 0.05
 MAX_GENERATOR_CPU_SHARE = 0.90  # the generator at or above this share of its CPU limit: it was busy
 MIN_PHASE_S = 5  # five scrapes of the app and nginx-log-exporter (prometheus.yml: every 1 s); node-exporter and
 # cAdvisor (5 s) are read from the samples around a shorter window
