@@ -64,7 +64,7 @@ func classify(resp *http.Response, err error) outcome {
 	switch {
 	case errors.As(err, &ne) && ne.Timeout() && dial:
 		return outcome{failure: "connect_timeout"}
-	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, errTimeout):
+	case errors.As(err, &ne) && ne.Timeout():
 		return outcome{failure: "timeout"}
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return outcome{failure: "refused"}
@@ -73,8 +73,6 @@ func classify(resp *http.Response, err error) outcome {
 	}
 	return outcome{failure: "error"}
 }
-
-var errTimeout = errors.New("request timed out")
 
 // tally: one set of requests' counts and the durations of its successes,
 // from the actual send (sent) and, but in a block, from the due time (due).
