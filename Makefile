@@ -180,24 +180,38 @@ k8s-report: $(VENV)/.installed ## The report of the last cluster run (RUN=<id> f
 # The Go modules (each its own image).
 GO_SERVICES := services/app services/nginx-log-exporter services/prometheus-auth services/floor contract/checker contract/minimal-app loadgen/openloop
 
+# Each step of the tests stamps its start and end (scripts/step.sh), which
+# scripts/ci_timings.py turns into the table in docs/tests.md.
+STEP := scripts/step.sh
+# pytest's workers (pytest-xdist): many of the tests wait on real processes.
+PYTEST_WORKERS ?= 4
+
 .PHONY: deps
-deps: ## Install the test tools that are missing (nginx, envsubst, wrk, promtool, the linters, helm, kubeconform, kube-score, kube-apiserver and etcd; oha when its test first runs)
-	scripts/test-deps.sh
+deps: ## Install the test tools that are missing (nginx, envsubst, wrk, promtool, the linters, oha, helm, kubeconform, kube-score, kube-apiserver and etcd)
+	$(STEP) deps scripts/test-deps.sh
 
 .PHONY: check
 check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, dashboards
 	@test -z "$$(gofmt -l services contract tests loadgen)" || { gofmt -l services contract tests loadgen; echo "gofmt: files above need formatting"; exit 1; }
-	for m in $(GO_SERVICES) tests; do (cd $$m && go vet ./...); done
-	cd tests && go test -count=1 ./static/...
+	$(STEP) vet bash -ec 'for m in $(GO_SERVICES) tests; do (cd $$m && go vet ./...); done'
+	cd tests && ../$(STEP) static go test -count=1 ./static/...
 
-.PHONY: test
+.PHONY: test test-python test-go
 test: check $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Python, make doctor), the Helm chart's offline checks and its install on a real kube-apiserver, a short fuzz, nginx + app integration
-	for m in $(GO_SERVICES); do (cd $$m && go test -count=1 -race ./...); done
-	$(MAKE) fuzz
-	$(VENV)/bin/python -m pytest -q report loadgen contract
-	cd tests && go test -count=1 ./doctor/...
-	cd tests && go test -count=1 ./k8s/...
-	cd tests && go test -count=1 ./integration/...
+	$(MAKE) -j2 $(OUTPUT_SYNC) test-python test-go
+
+# The two run side by side (make test): much of each waits on real processes.
+# Each one's output is printed whole when it ends (GNU make 4's --output-sync).
+OUTPUT_SYNC := $(if $(filter 3.%,$(MAKE_VERSION)),,--output-sync=target)
+test-python: $(VENV)/.installed
+	$(STEP) pytest $(VENV)/bin/python -m pytest -q -n $(PYTEST_WORKERS) report loadgen contract scripts
+
+test-go:
+	$(STEP) "Go unit tests" bash -ec 'for m in $(GO_SERVICES); do (cd $$m && go test -count=1 -race ./...); done'
+	$(STEP) fuzz $(MAKE) fuzz
+	cd tests && ../$(STEP) doctor go test -count=1 ./doctor/...
+	cd tests && ../$(STEP) "Helm chart (kube-apiserver)" go test -count=1 ./k8s/...
+	cd tests && ../$(STEP) integration go test -count=1 ./integration/...
 
 # A count of executions, not a duration: Go 1.26's fuzz coordinator can fail a
 # duration's run with "context deadline exceeded" as it ends (go.dev/issue/75804,

@@ -3,7 +3,7 @@
 # Debian packages come from apt; Go tools are built from their module sources at the
 # versions pinned in .env and cached under $UDS_LAB_CACHE (default ~/.cache/uds-lab).
 # Usage: scripts/test-deps.sh [NAME...]   (no argument: what `make test` needs)
-#   apt promtool grafana-schema k6-types lint
+#   apt promtool grafana-schema k6-types lint oha
 #                                      the static, loadgen and integration tests (nginx,
 #                                      envsubst, curl, each stack's STACK_TEST_PACKAGES; Grafana's
 #                                      dashboard types and k6's from npm, for the TypeScript
@@ -19,8 +19,8 @@
 #                                      scenario (tests/k8s/node): kubelet, containerd, runc,
 #                                      CNI plugins, CoreDNS, ... from module sources (printed path)
 #   docker debootstrap compose         the Docker test bed (make e2e)
-#   prometheus node-exporter oha       binaries for its stand-in images (printed paths);
-#                                      oha also for loadgen's tests
+#   oha                                loadgen's tests and the stand-in image (printed path)
+#   prometheus node-exporter           binaries for its stand-in images (printed paths)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # .env's versions (a variable set in your shell wins, as in compose).
@@ -173,8 +173,18 @@ kube_go() {
     -ldflags "-X k8s.io/component-base/version.gitVersion=$K8S_VERSION" -o "$out" "$@") >&2
 }
 
+# locked NAME CMD...: CMD while holding $CACHE/.NAME.lock, so that a second
+# caller (make e2e builds the node in the background while node.sh may ask for
+# it) waits for the first one's build and then finds it cached.
+locked() {
+  local name=$1; shift
+  command -v flock >/dev/null || { "$@"; return; }
+  (flock 9 && "$@") 9>"$CACHE/.$name.lock"
+}
+
 # kube_build NAME PKG: a Kubernetes command at K8S_VERSION, cached in $BIN.
-kube_build() {
+kube_build() { locked "$1" kube_build_unlocked "$@"; }
+kube_build_unlocked() {
   local name=$1 pkg=$2 out=$BIN/$1-$K8S_VERSION
   [ -x "$out" ] && { echo "$out"; return; }
   log "building $name $K8S_VERSION from the k8s.io/kubernetes module (cached at $out; first time takes 10-20 minutes)"
@@ -199,7 +209,8 @@ COREDNS_VERSION=v1.15.0
 # shim, runc (cgo, with Debian's libseccomp, static as runc's `make static`,
 # without the optional libpathrs, a Rust library Debian lacks), the CNI
 # plugins the node uses, and CoreDNS.
-node_build() {
+node_build() { locked node node_build_unlocked; }
+node_build_unlocked() {
   local out=$CACHE/node-$K8S_VERSION
   local stamp="kubernetes $K8S_VERSION containerd $CONTAINERD_VERSION runc $RUNC_VERSION cni $CNI_PLUGINS_VERSION coredns $COREDNS_VERSION"
   [ "$(cat "$out/.versions" 2>/dev/null)" = "$stamp" ] && { echo "$out"; return; }
@@ -254,7 +265,7 @@ npm_ci() {
 }
 
 want=("$@")
-[ ${#want[@]} -gt 0 ] || want=(apt promtool grafana-schema k6-types lint k8s k8s-server)
+[ ${#want[@]} -gt 0 ] || want=(apt promtool grafana-schema k6-types lint oha k8s k8s-server)
 for w in "${want[@]}"; do
   case $w in
     apt)

@@ -17,7 +17,9 @@ import (
 const minimalImage = "uds-lab-e2e/minimal-app:local"
 
 // The label of its Dockerfile's build stage, which the classic builder leaves
-// behind as an untagged image.
+// behind as an untagged image (kept between runs, as the image is: the next
+// build is the builder's cache; `docker image prune -f --filter
+// label=uds-lab.stage=minimal-app-build` removes it).
 const minimalStage = "uds-lab.stage=minimal-app-build"
 
 type contractResult struct {
@@ -106,9 +108,10 @@ func swapApp(t *testing.T, prom, nginx, image, testid string) {
 		t.Errorf("nginx was not restarted with the new app: it would keep the old app's address")
 	}
 	before := appCounters(t, prom).requests
+	// Every path in one stream (ROUNDS=0): each one's requests counted below.
 	step(t, "make load on "+image, func() {
 		mk(t, "load", "TESTID="+testid, "SCENARIO=ping", "PATHS="+allPaths(),
-			"RATE=50", "DURATION=5", "ROUNDS=1", "WARMUP=0")
+			"RATE=50", "INTERLEAVE=10", "ROUNDS=0", "IDLE=0")
 	})
 	// The generator's series are stale once it has exited: their last values (see scrapedTotal).
 	waitFor(t, "openloop's and the app's counts", 60*time.Second, func() error {

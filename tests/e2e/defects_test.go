@@ -29,15 +29,15 @@ func TestOverloadAndStop(t *testing.T) {
 		t.Skip("needs the stand-in images and environment from tests/e2e/run.sh: run `make e2e`")
 	}
 	nginx := "http://127.0.0.1:" + os.Getenv("NGINX_PORT")
-	// Leftovers of an interrupted run; the images stay (make clean would
-	// delete them and with them the build cache).
-	run(t, "docker", "compose", "--profile", "load", "down", "--remove-orphans", "--volumes")
+	// Leftovers of an interrupted run, before and after; the images stay
+	// (TestLab asserts make clean at its end).
+	down(t)
 	t.Cleanup(func() {
 		if t.Failed() {
 			out, _ := output(t, "docker", "compose", "logs", "--no-color", "--tail=40", "app", "nginx")
 			t.Logf("compose logs:\n%s", out)
 		}
-		mk(t, "clean")
+		down(t)
 	})
 	step(t, "make up (app, nginx, nginx-log-exporter)", func() {
 		mk(t, "up", "SERVICES=app nginx nginx-log-exporter")

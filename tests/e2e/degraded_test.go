@@ -176,7 +176,7 @@ func TestPrivateRoot(t *testing.T) {
 			os.RemoveAll(lab.Path(t, "results", testid))
 		}
 	})
-	mk(t, "load", "TESTID="+testid, "SCENARIO=ping", "PATHS=tcp,uds", "RATE=50", "DURATION=10", "ROUNDS=1", "WARMUP=0")
+	mk(t, "load", "TESTID="+testid, "SCENARIO=ping", "PATHS=tcp,uds", "RATE=50", "DURATION=5", "ROUNDS=1", "WARMUP=0")
 	scrapedAfter(t, prom, "node", time.Now()) // the report reads the scrape after the last phase
 	mk(t, "report", "RUN="+testid)
 	var r degradedReport

@@ -103,10 +103,15 @@ func promFlags(t *testing.T, prom string) map[string]string {
 // other sources' names on its /metrics (forgedSource).
 const forgedImage = "uds-lab-e2e/forged-app:local"
 
+// forgedID labels every forged series. It is the same in every run, so that
+// an unchanged minimal app is rebuilt from the builder's cache (Prometheus
+// starts empty in each run: TestLab's make clean).
+const forgedID = "e2e-forged"
+
 // forgedSource is added to a copy of the minimal app, whose main.go passes it
 // its registry: beside the app's own series, it registers one of each name in
-// forgedNames, each labelled forged=<the run's id>, and the control, of an
-// app's own name.
+// forgedNames, each labelled forged=forgedID, and the control, of an app's
+// own name.
 const forgedSource = `package main
 
 import "github.com/prometheus/client_golang/prometheus"
@@ -153,26 +158,9 @@ var forgedNames = []string{"nginx_location_requests_total", "openloop_requests_t
 // cAdvisor's. The lab runs on the minimal app built with forgedSource: the
 // forged series are on app:8080/metrics, where Prometheus scrapes the app;
 // the control (app_e2e_forged_control) arrives, so the app was scraped, and
-// nothing else labelled forged does.
-func forgedMetrics(t *testing.T, prom, id string) {
-	dir := t.TempDir()
-	run(t, "cp", "-a", lab.Path(t, "contract", "minimal-app")+"/.", dir)
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	const registry = "reg := prometheus.NewRegistry()"
-	src := mustRead(t, filepath.Join(dir, "main.go"))
-	if strings.Count(src, registry) != 1 {
-		t.Fatalf("contract/minimal-app/main.go: want one %q to replace with the forged registry", registry)
-	}
-	write("main.go", strings.Replace(src, registry, "reg := forgedRegistry(prometheus.NewRegistry())", 1))
-	write("forged.go", fmt.Sprintf(forgedSource, id))
-	step(t, "build "+forgedImage, func() {
-		run(t, "docker", "build", "-q", "--build-arg", "GO_IMAGE="+os.Getenv("GO_IMAGE"), "-t", forgedImage, dir)
-	})
-	step(t, "make up APP_IMAGE="+forgedImage, func() { mk(t, "up", "APP_IMAGE="+forgedImage) })
+// nothing else labelled forged does. The lab runs on forgedImage (TestLab's swap).
+func forgedMetrics(t *testing.T, prom string) {
+	id := forgedID
 	if got := strings.TrimSpace(run(t, "docker", "inspect", "-f", "{{.Config.Image}}", inspectService(t, "app").ID)); got != forgedImage {
 		t.Fatalf("app runs %s, want %s", got, forgedImage)
 	}
@@ -213,4 +201,26 @@ func forgedMetrics(t *testing.T, prom, id string) {
 	}
 	t.Logf("the forged app published %s on app:8080/metrics; Prometheus kept its control alone (nginx_location_* jobs: %v)",
 		strings.Join(forgedNames, ", "), jobs)
+}
+
+// buildForged builds forgedImage: a copy of contract/minimal-app whose main.go
+// passes its registry to forgedSource's forgedRegistry.
+func buildForged(t *testing.T) {
+	dir := t.TempDir()
+	run(t, "cp", "-a", lab.Path(t, "contract", "minimal-app")+"/.", dir)
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const registry = "reg := prometheus.NewRegistry()"
+	src := mustRead(t, filepath.Join(dir, "main.go"))
+	if strings.Count(src, registry) != 1 {
+		t.Fatalf("contract/minimal-app/main.go: want one %q to replace with the forged registry", registry)
+	}
+	write("main.go", strings.Replace(src, registry, "reg := forgedRegistry(prometheus.NewRegistry())", 1))
+	write("forged.go", fmt.Sprintf(forgedSource, forgedID))
+	step(t, "build "+forgedImage, func() {
+		run(t, "docker", "build", "-q", "--build-arg", "GO_IMAGE="+os.Getenv("GO_IMAGE"), "-t", forgedImage, dir)
+	})
 }

@@ -115,8 +115,9 @@ func restartUnderLoad(t *testing.T, prom, nginx, testid string) {
 	// before (its probes of /ping) are in it, not in this one's.
 	scrapedAfter(t, prom, "app", time.Now())
 	before := appCounters(t, prom).requests
+	// The stream alone (ROUNDS=0), long enough to span both restarts.
 	wait := background(t, 3*time.Minute, "TESTID="+testid, "SCENARIO=ping", "PATHS=tcp,uds",
-		"RATE=50", "DURATION=15", "ROUNDS=1", "WARMUP=0")
+		"RATE=50", "INTERLEAVE=30", "ROUNDS=0", "IDLE=0")
 	waitForLoad(t, prom, testid)
 	marked := time.Now()
 
@@ -213,7 +214,7 @@ func overload(t *testing.T, prom, nginx, testid string) {
 	}
 	start := time.Now()
 	out, err := background(t, 3*time.Minute, "TESTID="+testid, "SCENARIO=ping", "PATHS=tcp,uds",
-		fmt.Sprintf("RATE=%d", rate), "DURATION=15", "ROUNDS=1", "WARMUP=0")()
+		fmt.Sprintf("RATE=%d", rate), "INTERLEAVE=15", "ROUNDS=0", "IDLE=0")()
 	took := time.Since(start)
 	requests, failed, dropped := phases(t, testid)
 	if requests == 0 {
@@ -273,9 +274,9 @@ func overload(t *testing.T, prom, nginx, testid string) {
 		}
 		return true
 	})
-	t.Logf("overload at %d req/s (10x RATE) on /tcp/ and /uds/, 15 s each: make load ended after %.0f s; "+
+	t.Logf("overload at %d req/s (10x RATE) on /tcp/ and /uds/ interleaved for 15 s: make load ended after %.0f s; "+
 		"openloop sent %.0f requests (%.0f req/s), %.0f failed, %.0f requests dropped by openloop; statuses %v; %s; "+
-		"every path served again %.2f s after", rate, took.Seconds(), requests, requests/30, failed, dropped,
+		"every path served again %.2f s after", rate, took.Seconds(), requests, requests/15, failed, dropped,
 		statuses, strings.Join(figures, ", "), back.Seconds())
 }
 

@@ -28,6 +28,9 @@ func TestKubernetes(t *testing.T) {
 	if os.Getenv("UDS_LAB_E2E") == "" {
 		t.Skip("needs the stand-in images and environment from tests/e2e/run.sh: run `make e2e`")
 	}
+	// Beside TestLab: the images are saved first, then the node runs alone
+	// from TestLab's heavy scenarios (heavy).
+	t.Parallel()
 	root := lab.Root(t)
 	dir, err := os.MkdirTemp("", "uds-lab-node-")
 	if err != nil {
@@ -79,18 +82,17 @@ func TestKubernetes(t *testing.T) {
 	images := []string{os.Getenv("NGINX_IMAGE"), os.Getenv("NGINX_EXPORTER_IMAGE"), os.Getenv("PROMETHEUS_IMAGE"),
 		os.Getenv("PYTHON_IMAGE"),
 		"uds-lab/app:local", "uds-lab/nginx-log-exporter:local", "uds-lab/prometheus-auth:local", "uds-lab/openloop:local"}
-	step(t, "the lab's own images (as docs/kubernetes.md says to build them)", func() {
+	// Saved at once: TestLab's make clean, at its end, deletes the lab's images.
+	saved := filepath.Join(dir, "images.tar")
+	step(t, "the lab's own images (as docs/kubernetes.md says to build them), saved", func() {
 		run(t, "docker", "compose", "build", "app", "nginx-log-exporter", "prometheus-auth", "openloop")
+		run(t, "docker", append([]string{"save", "-o", saved}, images...)...)
 	})
+	alone(t)
 	step(t, "node up", func() { run(t, node, "up", dir) })
 	step(t, "images into the node's containerd", func() {
 		bin := strings.TrimSpace(mustRead(t, filepath.Join(dir, "bin")))
-		args := append([]string{"-c", `ctr=$1 sock=$2; shift 2; docker save "$@" | "$ctr" --address "$sock" -n k8s.io images import -`,
-			"sh", filepath.Join(bin, "ctr"), filepath.Join(dir, "containerd.sock")}, images...)
-		cmd := exec.Command("sh", args...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("docker save | ctr images import: %v\n%s", err, out)
-		}
+		run(t, filepath.Join(bin, "ctr"), "--address", filepath.Join(dir, "containerd.sock"), "-n", "k8s.io", "images", "import", saved)
 	})
 	// The stand-ins' names, never pulled; requests that fit a 2-core node
 	// running two generator pods beside the lab.
@@ -114,7 +116,7 @@ load:
 
 	step(t, "make k8s-load K8S_PODS=2", func() {
 		must(append(env, "K8S_PODS=2", "TESTID="+testid,
-			"K8S_SET=load.rate=100 load.interleave=15 load.duration=5 load.rounds=2 load.warmup=1 load.idle=2"),
+			"K8S_SET=load.rate=100 load.interleave=15 load.duration=5 load.rounds=1 load.warmup=1 load.idle=2"),
 			"make", "k8s-load")
 		var load struct {
 			Segments *struct {

@@ -12,13 +12,26 @@ cd "$(dirname "$0")/../.."
 t0=$(date +%s)
 log() { printf '[e2e %(%H:%M:%S)T +%ss] %s\n' -1 $(($(date +%s) - t0)) "$*"; }
 
-log "tools: docker.io, debootstrap, compose $(scripts/dotenv.sh COMPOSE_VERSION), promtool, helm, the Kubernetes node"
-scripts/test-deps.sh docker debootstrap compose promtool k8s k8s-node >/dev/null
+filter=${E2E_RUN:-.}
+log "tools: docker.io, debootstrap, compose $(scripts/dotenv.sh COMPOSE_VERSION), promtool, helm"
+scripts/step.sh "e2e tools" scripts/test-deps.sh docker debootstrap compose promtool k8s >/dev/null
+# The Kubernetes node (only TestKubernetes, the last test, needs it) builds in
+# the background, niced, while the Compose scenarios run: minutes on a new
+# machine, nothing once cached. node.sh asks for it too and waits for this
+# build (scripts/test-deps.sh holds a lock while it builds).
+nodepid="" nodelog=$(mktemp)
+if echo TestKubernetes | grep -Eq -- "$filter"; then
+  log "the Kubernetes node: building in the background where not cached (log: $nodelog)"
+  setsid nice -n 19 scripts/test-deps.sh k8s-node >"$nodelog" 2>&1 &
+  nodepid=$!
+fi
 log "engine"
 state=$(tests/e2e/engine.sh start) || { log "FAIL: no Docker engine could be started (see above)"; exit 1; }
 root_private="" out=""
 cleanup() {
   rm -f "$out"
+  if [ -n "$nodepid" ] && kill -0 "$nodepid" 2>/dev/null; then kill -- "-$nodepid" 2>/dev/null; fi
+  rm -f "$nodelog"
   if [ -n "$root_private" ]; then mount --make-rshared / && log "/ is a shared mount again"; fi
   if [ "$state" = started ]; then log "stopping the engine this run started"; tests/e2e/engine.sh stop; fi
 }
@@ -29,7 +42,7 @@ docker version --format 'engine {{.Server.Version}}, client {{.Client.Version}}'
 docker compose version
 
 log "stand-in images"
-standins=$(tests/e2e/standins.sh)
+standins=$(scripts/step.sh "stand-in images" tests/e2e/standins.sh)
 echo "$standins"
 set -a
 eval "$standins"
@@ -60,10 +73,14 @@ log "ports: nginx $NGINX_PORT, prometheus $PROMETHEUS_PORT, grafana $GRAFANA_POR
 
 log "go test ./e2e"
 status=0
-filter=${E2E_RUN:-.}
 # go test -v's output is kept, to repeat the failed tests' messages at the end.
 out=$(mktemp)
-(cd tests && go test -count=1 -v -timeout 40m -run "$filter" ./e2e/) 2>&1 | tee "$out" || status=$?
+(cd tests && ../scripts/step.sh "go test ./e2e" go test -count=1 -v -timeout 40m -run "$filter" ./e2e/) 2>&1 | tee "$out" || status=$?
+if [ -n "$nodepid" ] && ! wait "$nodepid"; then
+  log "the background build of the Kubernetes node failed (node.sh tried again, above); its log:"
+  tail -20 "$nodelog"
+fi
+nodepid=""
 
 if ! echo TestPrivateRoot | grep -Eq -- "$filter"; then
   log "TestPrivateRoot: not in E2E_RUN=$filter"
@@ -77,7 +94,8 @@ else
   log "go test ./e2e -run TestPrivateRoot: / a private mount"
   # Without cAdvisor, so that the report's naming of a missing figure and
   # why (nginx CPU per request: cAdvisor not running) is proven on a real one.
-  (cd tests && SERVICES=${SERVICES% cadvisor} UDS_LAB_E2E_PRIVATE_ROOT=1 go test -count=1 -v -timeout 15m -run '^TestPrivateRoot$' ./e2e/) 2>&1 | tee -a "$out" || status=$?
+  (cd tests && SERVICES=${SERVICES% cadvisor} UDS_LAB_E2E_PRIVATE_ROOT=1 ../scripts/step.sh "go test ./e2e: / private" \
+    go test -count=1 -v -timeout 15m -run '^TestPrivateRoot$' ./e2e/) 2>&1 | tee -a "$out" || status=$?
   mount --make-rshared / && root_private="" && log "/ is a shared mount again"
 fi
 [ "$status" = 0 ] || (cd tests && go tool test2json -t <"$out" | python3 e2e/failures.py)
