@@ -1,7 +1,8 @@
 """A stand-in for nginx on 127.0.0.1, for running the real load generators
 (k6, wrk) for a second: it answers every GET with 200 and as many bytes as a
 /bytes/<n> route asks (else a small JSON; a /status/<code> route answers that
-code), keeps connections alive like nginx, and counts the requests per URL path."""
+code, as does every route of a path set to fail), keeps connections alive like
+nginx, and counts the requests per URL path."""
 import json
 import re
 import subprocess
@@ -16,6 +17,8 @@ import plan as runplan
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     hits = {}
+    # {URL path prefix: status}: a path that fails whatever its route (fail_paths).
+    fail = {}
     lock = threading.Lock()
 
     def do_GET(self):
@@ -24,7 +27,8 @@ class Handler(BaseHTTPRequestHandler):
         m = re.search(r"/bytes/([0-9]+)$", self.path)
         body = b"x" * int(m.group(1)) if m else b'{"message":"pong"}'
         code = re.search(r"/status/([0-9]{3})$", self.path)
-        self.send_response(int(code.group(1)) if code else 200)
+        failing = next((c for prefix, c in self.fail.items() if self.path.startswith(prefix)), None)
+        self.send_response(failing or (int(code.group(1)) if code else 200))
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -36,7 +40,7 @@ class Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def local_catalogue(tmp_path):
     """(catalogue.json with every nginx at the local server, {URL path: requests})."""
-    Handler.hits = {}
+    Handler.hits, Handler.fail = {}, {}
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
     t = threading.Thread(target=srv.serve_forever, daemon=True)
@@ -49,6 +53,13 @@ def local_catalogue(tmp_path):
     yield path, Handler.hits
     srv.shutdown()
     srv.server_close()
+
+
+@pytest.fixture
+def fail_paths(local_catalogue):
+    """{URL path prefix: status} of the local server: put "/uds-lo/": 502 in it
+    and every request to /uds-lo/... answers 502."""
+    return Handler.fail
 
 
 def built(name):

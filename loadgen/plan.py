@@ -468,9 +468,10 @@ def describe(s, phases, route=None, first=1):
     idle = f"{s['idle']} s idle + " if s["idle"] > 0 else ""
     order = f"order drawn from SEED={s['seed']}, compared paths back to back in alternating order"
     if s.get("interleave"):
+        rounds = (f", then {s['rounds']} x {len(s['paths'])} paths x {s['duration']} s one at a time for their costs"
+                  if s["rounds"] else ", no rounds of one path at a time (ROUNDS=0)")
         out = (f"{len(phases)} phases, about {clock(length_s(phases))}: {idle}{len(s['workloads'])} workload(s) x "
-               f"({warm}{s['interleave']} s of all {len(s['paths'])} paths interleaved request by request, then "
-               f"{s['rounds']} x {len(s['paths'])} paths x {s['duration']} s one at a time for their costs), "
+               f"({warm}{s['interleave']} s of all {len(s['paths'])} paths interleaved request by request{rounds}), "
                f"{GAP_SECONDS} s between phases, {order}")
     else:
         out = (f"{len(phases)} phases, about {clock(length_s(phases))}: {idle}{len(s['workloads'])} workload(s) x "

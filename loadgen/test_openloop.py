@@ -157,3 +157,24 @@ def test_openloop_runs_a_sweeps_interleaved_stream_at_the_steps_rate(openloop, t
     for v in mix["by_path"].values():
         assert v["requests"] == 200 and len(v["blocks"]) == 10  # 40 req/s shared by two paths for 10 s
 
+
+
+def test_a_failing_path_in_the_stream_is_counted_by_status_and_never_timed(openloop, tmp_path, local_catalogue, fail_paths):
+    """A path of the stream whose every request fails (nginx's 502 where it
+    cannot reach the socket): its statuses in the stream, no median in any
+    block; the other path is timed as ever."""
+    catalogue, hits = local_catalogue
+    fail_paths["/uds-lo/"] = 502
+    path, doc = write_plan(tmp_path, CATALOGUE=catalogue, PATHS="tcp-lo,uds-lo", ROUNDS=0, WARMUP=0, RATE=40, IDLE=0,
+                           INTERLEAVE=10)
+    rc, out = run(openloop, path)
+    assert rc == 1, out  # half the requests failed: more than 1%
+    load = json.loads((tmp_path / "k1" / "load.json").read_text())
+    jsonschema.validate(load, SCHEMA)
+    (mix,) = load["phases"]
+    bad, good = mix["by_path"]["uds-lo"], mix["by_path"]["tcp-lo"]
+    assert bad["failed_rate"] == 1 and bad["statuses"]["502"] == bad["requests"] == hits["/uds-lo/ping"] == 200
+    assert bad["duration_ms"] == {} and all(b["p50"] is None and b["failed"] == b["requests"] for b in bad["blocks"])
+    assert good["failed_rate"] == 0 and not any(good["statuses"].values())
+    assert all(b["p50"] > 0 for b in good["blocks"])
+    assert mix["statuses"]["502"] == 200

@@ -176,3 +176,10 @@ def test_the_one_list_of_generators_is_catalogues():
     for g in runplan.generators(CATALOGUE):
         can = CATALOGUE["generators"][g]
         assert set(can["modes"]) <= set(runplan.MODES) and set(can["sweeps"]) <= set(runplan.SWEEPS), g
+
+
+def test_a_stream_alone_says_it_has_no_rounds():
+    doc = runplan.build({**BASE, "INTERLEAVE": "20", "ROUNDS": "0", "IDLE": "0", "WARMUP": "0"}, CATALOGUE)
+    assert {p["round"] for p in doc["phases"]} == {1} and all(p["path"] == "mix" for p in doc["phases"])
+    assert "no rounds of one path at a time (ROUNDS=0)" in doc["describe"]
+    assert "0 x" not in doc["describe"]

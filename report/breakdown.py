@@ -3,7 +3,7 @@ figure minus another's round by round (less two more, for a difference in
 differences), and the answer in plain words: the terms the catalogue marks
 `answer`, judged together (Holm), with the controls beside them."""
 from report import interleaved
-from report.lab import CATALOGUE, TERMS, stood_in_for
+from report.lab import CATALOGUE, TERMS, listener_of, stood_in_for
 from report.stats import (diff_stats, fmt_interval, has_interval, holm, judge, lost_to, measurable, no_interval,
                           ratio_stats, significant, stein)
 from report.values import generator, is_max
@@ -117,6 +117,9 @@ def breakdown(phases, workload, figures=TERM_FIGURES, mixed=None, flat=False, fi
                     if blocks and f == "client_p50_ms" else
                     term_stats(t, rounds, f, scale, resolution_of(phases, workload, paths, f)))
                 for f, _, scale, _ in figures}}
+            # Every path in the stream, yet too few blocks with a median on all of them: said in the answer.
+            out[t["key"]]["blocks_short"] = bool(blocks and all(p in blocks for p in paths)
+                                                 and out[t["key"]]["figures"].get("client_p50_ms") is None)
             if flat and all(p in rounds for p in t["paths"]):
                 a, b = t["paths"]
                 out[t["key"]]["figures"]["rps"] = ratio_stats(rounds[b].get("rps", {}), rounds[a].get("rps", {}))
@@ -213,23 +216,89 @@ def control_note(terms, figure="client_p50_ms", unit="µs", decimals=0):
     return out
 
 
-def answer(w, phases, settings, terms=None, unpooled=None, route=None):
+# A path that failed more than this share of its measured requests (openloop
+# exits 1 above it) is given no verdict: only its successes are timed, and
+# which of its requests succeeded is not its latency.
+MAX_FAILED_SHARE = 0.01
+
+
+def failures(load, workload):
+    """{path: {"requests", "failed", "statuses"}} of a workload's measured
+    requests: its interleaved stream's where it has one, else its rounds'."""
+    measured = [p for p in load.get("phases") or [] if p.get("workload") == workload and p.get("round", 0) > 0]
+    streams = [p for p in measured if p.get("path") == interleaved.MIX]
+    per_path = ([(path, v) for p in streams for path, v in (p.get("by_path") or {}).items()] if streams
+                else [(p["path"], p) for p in measured])
+    out = {}
+    for path, v in per_path:
+        f = out.setdefault(path, {"requests": 0, "failed": 0, "statuses": {}})
+        f["requests"] += v.get("requests") or 0
+        f["failed"] += round((v.get("failed_rate") or 0) * (v.get("requests") or 0))
+        for k, n in (v.get("statuses") or {}).items():
+            f["statuses"][k] = f["statuses"].get(k, 0) + n
+    return out
+
+
+def failure_cause(path, statuses):
+    """What a failing path's commonest failure most likely means."""
+    st = {k: n for k, n in statuses.items() if n and k != "0"} or {k: n for k, n in statuses.items() if n}
+    top = max(st, key=st.get) if st else None
+    socket = listener_of(path) == "unix"
+    if top == "502":
+        return ("nginx could not connect to the app's socket: its mode or group keeps nginx out (make contract), its "
+                "listen backlog overflowed (net.core.somaxconn), or the app is down" if socket else
+                "nginx could not connect to the app's TCP port: the app is down or not listening there, or its "
+                "backlog overflowed")
+    if top == "504":
+        return "the app did not answer within nginx's proxy_read_timeout"
+    if top == "503":
+        return "nginx's connection budget (or the app's own limit) turned them away"
+    if top in ("0", "refused", "reset", "timeout", "connect_timeout"):
+        return "no response reached the generator: nginx refused or reset the connection, or the request timed out"
+    return "see the statuses"
+
+
+def failed_phrase(t, failed):
+    """No verdict for an answer pair with a path past MAX_FAILED_SHARE, in
+    words: the path, its share and statuses, the likely cause; else None."""
+    out = []
+    for path in reversed(t["paths"]):
+        f = failed.get(path)
+        if not f or not f["requests"] or f["failed"] <= MAX_FAILED_SHARE * f["requests"]:
+            continue
+        st = ", ".join(f"{k}: {n:,}" for k, n in sorted(f["statuses"].items(), key=lambda kv: -kv[1]) if n)
+        out.append(f"`{path}` failed {f['failed'] / f['requests']:.0%} of its requests ({st or 'no status'}): "
+                   f"{failure_cause(path, f['statuses'])}")
+    if not out:
+        return None
+    a, b = t["paths"]
+    return (f"**no verdict** against {t['against']} (`{b}` against `{a}`): " + "; ".join(out)
+            + f" (more than {MAX_FAILED_SHARE:.0%} failed: its successes alone are timed, so no difference is read)")
+
+
+def answer(w, phases, settings, terms=None, unpooled=None, route=None, failed=None):
     """The answer for one workload, in plain words: what the socket saved
     against TCP through the same nginx, with and without keepalive, with its
     interval; the controls beside it. terms: the workload's breakdown, if
-    already computed; unpooled: not_pooled()'s answer."""
+    already computed; unpooled: not_pooled()'s answer; failed: failures()'s,
+    a pair with a path past MAX_FAILED_SHARE getting no verdict."""
     if is_max(settings):
         return max_answer(w, phases, settings, unpooled, terms)
     terms = terms if terms is not None else breakdown(phases, w)
     route = route or next((p.get("endpoint") for p in phases if p["workload"] == w), None) or w
     at = f"at {settings['rate']} req/s" if settings.get("rate") else "at a fixed rate"
+    failed = failed or {}
 
     def phrase(t):
         d = terms[t["key"]]["figures"]["client_p50_ms"]
         a, b = t["paths"]
         pair = f"`{b}` against `{a}`"
+        if failed_phrase(t, failed):
+            return None  # said first, below
         if d is None:
-            return None
+            return (f"was not judged against {t['against']} ({pair}): too few blocks with a median on both paths "
+                    f"(at least {interleaved.MIN_BLOCKS} of {interleaved.MIN_BLOCK_REQUESTS} successful requests "
+                    "each)") if terms[t["key"]].get("blocks_short") else None
         if d["rounds"] < 2:
             return (f"differed by {d['mean']:,.0f} µs against {t['against']} ({pair}) in its 1 round: "
                     "no interval, no verdict (ROUNDS >= 2 gives one)")
@@ -249,7 +318,7 @@ def answer(w, phases, settings, terms=None, unpooled=None, route=None):
                 f"{t['against']} ({pair}: {ci})")
 
     chosen = answer_terms(terms)
-    sentences = []
+    sentences = [f"{x[0].upper()}{x[1:]}." for x in (failed_phrase(t, failed) for t in chosen) if x]
     for handling in HANDLING:
         words = pooled_words(unpooled) if handling == "pooled" else HANDLING[handling]
         parts = [x for x in (phrase(t) for t in chosen if t["answer"] == handling) if x]

@@ -2,7 +2,7 @@
 which puts every part together into what report.json holds."""
 from datetime import datetime, timezone
 
-from report.breakdown import answer, back_to_back, breakdown, figures_for, mark_apart, not_pooled, pooled_words
+from report.breakdown import answer, back_to_back, breakdown, failures, figures_for, mark_apart, not_pooled, pooled_words
 from report import interleaved
 from report.direct import rejudge, straight_to_the_app
 from report.queries import idle_baseline, phase_figures_with, server_cores, server_queries
@@ -180,7 +180,8 @@ def build_report(load, compose, query, prometheus_url=None):
                 e["verdict"] = verdict(path, e["ratio_to_tcp"][headline(settings)[0]])
         wl["not_pooled"] = not_pooled(phases, w, closer)
         mixed = interleaved.mixed_phase(load, w)
-        wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"])
+        wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"],
+                              failures(load, w))
         if wl["not_pooled"]:
             words = pooled_words(wl["not_pooled"]).removeprefix("on the ")
             warnings.append(warning("not_pooled", f"`{w}`: the {words}: their comparisons are of new connections, "

@@ -184,16 +184,20 @@ def workload_section(w, wl, charts, settings=None, cores=None):
     settings = settings or {}
     lines = [f"## Workload `{w}`", ""]
     lines += interleaved_table(wl.get("interleaved"))
-    if wl.get("interleaved"):
+    if wl.get("interleaved") and not wl["paths"]:
+        lines += ["No rounds of one path at a time (ROUNDS=0): no costs per request (CPU, context switches) and no "
+                  "ratios to tcp.", ""]
+    elif wl.get("interleaved"):
         lines += ["Then one path at a time, for what no interleaving can split (CPU and context switches per "
                   "request), each compared pair back to back:", ""]
-    lines += [
-        "Means over the measured rounds (warm-up left out).",
-        "",
-        "| path | req/s | client p50 | p95 | p99 (ms) | app p50 | p99 (ms) | nginx connect (ms) | app CPU µs/req | "
-        "app ctx switches/req | nginx CPU µs/req | host ctx switches/req above idle | errors |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
-    ]
+    if wl["paths"]:
+        lines += [
+            "Means over the measured rounds (warm-up left out).",
+            "",
+            "| path | req/s | client p50 | p95 | p99 (ms) | app p50 | p99 (ms) | nginx connect (ms) | app CPU µs/req | "
+            "app ctx switches/req | nginx CPU µs/req | host ctx switches/req above idle | errors |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        ]
     for path, e in wl["paths"].items():
         m = e["mean"]
         nginx_cpu = na_cell(e, "nginx_cpu_us_per_req", 1)
@@ -205,7 +209,9 @@ def workload_section(w, wl, charts, settings=None, cores=None):
             f"{na_cell(e, 'host_ctx_switches_per_req', 2)} | {errors_cell(e, generator(settings))} |"
         )
     lines.append("")
-    if not wl["tcp_measured"]:
+    if not wl["paths"]:
+        pass
+    elif not wl["tcp_measured"]:
         lines += ["tcp was not measured in this run: no ratios to tcp.", ""]
     else:
         lines += [

@@ -61,14 +61,7 @@ func phaseJSON(p *plan, ph *phase, r *phaseRecord) map[string]any {
 	out["duration_ms"] = durations(t.sent)
 	out["scheduled_ms"] = durations(t.due)
 	out["hdr"] = map[string]string{"sent": encode(t.sent), "due": encode(t.due)}
-	st := map[string]int64{}
-	for _, k := range failing {
-		st[k] = t.statuses[k]
-	}
-	for _, k := range noResponse {
-		st["0"] += t.statuses[k]
-	}
-	out["statuses"] = st
+	out["statuses"] = statusesJSON(t)
 	if ph.Path == mix {
 		by := map[string]any{}
 		for _, path := range ph.Paths {
@@ -80,13 +73,26 @@ func phaseJSON(p *plan, ph *phase, r *phaseRecord) map[string]any {
 			by[path] = map[string]any{
 				"requests": pt.requests, "failed_rate": share(pt.failed, pt.requests),
 				"duration_ms": durations(pt.sent), "scheduled_ms": durations(pt.due),
-				"hdr":    map[string]string{"sent": encode(pt.sent), "due": encode(pt.due)},
-				"blocks": bl,
+				"hdr":      map[string]string{"sent": encode(pt.sent), "due": encode(pt.due)},
+				"statuses": statusesJSON(pt),
+				"blocks":   bl,
 			}
 		}
 		out["by_path"] = by
 	}
 	return out
+}
+
+// statusesJSON: how a tally's requests failed, as load.json's statuses.
+func statusesJSON(t *tally) map[string]int64 {
+	st := map[string]int64{}
+	for _, k := range failing {
+		st[k] = t.statuses[k]
+	}
+	for _, k := range noResponse {
+		st["0"] += t.statuses[k]
+	}
+	return st
 }
 
 // blockJSON: one block of one path: its requests, failures and the median
