@@ -2,10 +2,14 @@
 figure minus another's round by round (less two more, for a difference in
 differences), and the answer in plain words: the terms the catalogue marks
 `answer`, judged together (Holm), with the controls beside them."""
+import math
+
+from scipy import stats as sps
+
 from report import interleaved
 from report.lab import CATALOGUE, TERMS, listener_of, stood_in_for
-from report.stats import (diff_stats, fmt_interval, has_interval, holm, judge, lost_to, measurable, no_interval,
-                          ratio_stats, significant, stein)
+from report.stats import (ALPHA, diff_stats, fmt_interval, has_interval, holm, judge, lost_to, measurable,
+                          no_interval, ratio_stats, significant, stein)
 from report.values import generator, is_max
 
 # The figures a term is given in: (key in METRICS, label, scale to the unit, unit).
@@ -276,7 +280,60 @@ def failed_phrase(t, failed):
             + f" (more than {MAX_FAILED_SHARE:.0%} failed: its successes alone are timed, so no difference is read)")
 
 
-def answer(w, phases, settings, terms=None, unpooled=None, route=None, failed=None):
+# The answer's equivalence margin when none is given (MARGIN in .env is the
+# one users set; the report's command line passes it): a difference smaller
+# than this share of TCP's median is "no difference".
+DEFAULT_MARGIN_PCT = 2.0
+# The longest stream (seconds) or the most rounds a "not sure yet" names.
+MOST_TO_DECIDE = 3600
+
+
+def dof_of(d, n=None):
+    """The degrees of freedom of a difference's t-interval at n values (its own
+    by default): the stream's rule for its blocks, n - 1 for rounds."""
+    n = n or d["rounds"]
+    return interleaved.dof(n) if d.get("blocks") else n - 1
+
+
+def half_width(d, n=None, k=1):
+    """The half-width of d's interval at n values with its spread, at 1 -
+    ALPHA/k (Bonferroni over k comparisons judged together)."""
+    own = dof_of(d)
+    se = (d["hi"] - d["lo"]) / 2 / sps.t.ppf(1 - ALPHA / 2, own)  # the standard error at its own n
+    n = n or d["rounds"]
+    return sps.t.ppf(1 - ALPHA / (2 * k), dof_of(d, n)) * se * math.sqrt(d["rounds"] / n)
+
+
+def to_decide(d, margin, k):
+    """How many values in all (blocks or rounds) would likely decide a
+    difference that is neither measurable nor inside ±margin (its units): the
+    fewest at which an interval of this spread would exclude 0 or fit inside
+    the margin; None beyond MOST_TO_DECIDE."""
+    m = abs(d["mean"])
+    most = MOST_TO_DECIDE // (d.get("block_s") or 1) if d.get("blocks") else 100
+    for n in range(d["rounds"] + 1, max(most, d["rounds"] + 1) + 1):
+        h = half_width(d, n, k)  # at the level of the comparisons judged together (Bonferroni, as Holm's first)
+        if h < m or (m < margin and h < margin - m):
+            return n
+    return None
+
+
+def three_way(d, margin_pct, k):
+    """The answer's verdict on one comparison: "differs" (measurable once the
+    answer's comparisons are judged together), "same" (its interval, widened
+    for the k comparisons, inside ±margin_pct of TCP's median: equivalence,
+    TOST), or "unsure"; with the margin in µs and, when unsure, how many
+    values in all would likely decide."""
+    margin = margin_pct / 100 * abs(d.get("a_mean") or 0)
+    if measurable(d) and not lost_to_holm(d) and not judged_together(d):
+        return {"verdict": "differs", "margin": margin}
+    half = half_width(d, k=k)
+    if margin and -margin < d["mean"] - half and d["mean"] + half < margin:
+        return {"verdict": "same", "margin": margin, "widened": (d["mean"] - half, d["mean"] + half)}
+    return {"verdict": "unsure", "margin": margin, "to_decide": to_decide(d, margin, k)}
+
+
+def answer(w, phases, settings, terms=None, unpooled=None, route=None, failed=None, margin_pct=DEFAULT_MARGIN_PCT):
     """The answer for one workload, in plain words: what the socket saved
     against TCP through the same nginx, with and without keepalive, with its
     interval; the controls beside it. terms: the workload's breakdown, if
@@ -306,13 +363,25 @@ def answer(w, phases, settings, terms=None, unpooled=None, route=None, failed=No
             return (f"differed by {d['mean']:,.0f} µs against {t['against']} ({pair}) in each of its "
                     f"{no_interval(d)}: no interval, no verdict")
         ci = fmt_interval(d, "µs", 0)
-        if lost_to_holm(d):
-            return (f"made no measurable difference against {t['against']} once the comparisons are judged "
-                    f"together ({pair}: {ci} alone)")
-        if judged_together(d):
-            return f"made no measurable difference against {t['against']} {judged_together(d)} ({pair}: {ci} alone)"
-        if not measurable(d):
-            return f"made no measurable difference against {t['against']} ({pair}: {ci})"
+        v = three_way(d, margin_pct, len(chosen))
+        if v["verdict"] == "same":
+            lo, hi = v["widened"]
+            widened = f", {lo:,.0f} to {hi:,.0f} widened for the {len(chosen)} comparisons" if len(chosen) > 1 else ""
+            return (f"made no difference larger than ±{margin_pct:g}% ({v['margin']:,.0f} µs) against {t['against']} "
+                    f"({pair}: {ci}{widened}, inside the margin: equivalent)")
+        if v["verdict"] == "unsure":
+            alone = " alone" if lost_to_holm(d) or judged_together(d) else ""
+            more = v["to_decide"]
+            if more is None:
+                decide = f"more than {MOST_TO_DECIDE // 60} minutes of stream would be needed to decide"
+            elif d.get("blocks"):
+                secs = (more - d["rounds"]) * d["block_s"]
+                decide = f"about {secs:,} more seconds would likely decide (INTERLEAVE={more * d['block_s']})"
+            else:
+                extra = more - d["rounds"]
+                decide = f"about {extra} more round{'s' if extra > 1 else ''} would likely decide (ROUNDS={more})"
+            return (f"is not told apart from {t['against']} yet ({pair}: {ci}{alone}, neither excluding 0 nor "
+                    f"inside ±{margin_pct:g}%, {v['margin']:,.0f} µs): not sure yet; {decide}")
         verb = "saved" if d["mean"] > 0 else "cost"
         return (f"{verb} {abs(d['mean']):,.0f} µs ({abs(d['relative']):.0%} of {a}'s median) against "
                 f"{t['against']} ({pair}: {ci})")

@@ -7,6 +7,7 @@ report.md, report.json and the charts.
 """
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import jsonschema
 
 from report import floor as floor_report
 from report import sweep as sweep_report
+from report.breakdown import DEFAULT_MARGIN_PCT
 from report.charts import write_charts
 from report.context import build_report, compose_info
 from report.queries import phase_figures_with, server_cores
@@ -89,7 +91,20 @@ def run_sweep(run_dir, load, prometheus_url, query=None, rate=None):
     return rep
 
 
-def run(run_id, prometheus_url, results_dir, query=None, rate=None):
+def read_margin(value):
+    """MARGIN (a percentage of TCP's median, above 0 and below 100), or a
+    ReportError naming it."""
+    try:
+        m = float(value)
+    except (TypeError, ValueError):
+        m = None
+    if m is None or not 0 < m < 100:
+        raise ReportError(f'MARGIN="{value}": the answer\'s margin, a percentage of TCP\'s median above 0 and below 100 '
+                          "(.env: MARGIN=2)")
+    return m
+
+
+def run(run_id, prometheus_url, results_dir, query=None, rate=None, margin_pct=None):
     """Reads the inputs, builds the report, writes report.md, report.json and charts; returns the report."""
     run_dir = Path(results_dir) / run_id
     if not (run_dir / "load.json").is_file() and (run_dir / "floor.json").is_file():
@@ -106,7 +121,7 @@ def run(run_id, prometheus_url, results_dir, query=None, rate=None):
     # A Kubernetes run (scripts/k8s.sh): where it ran, in place of compose.json.
     cluster = read_json(run_dir / "cluster.json", required=False)
     query = query or prometheus_client(prometheus_url)
-    rep = build_report(load, compose, query, prometheus_url)
+    rep = build_report(load, compose, query, prometheus_url, margin_pct)
     rep["cluster"], rep["segments"] = cluster, load.get("segments")
     floor = floor_report.newest(results_dir)
     rep["floor"] = floor_report.beside_paths(floor and floor_report.build(floor), rep["workloads"], rep["phases"],
@@ -133,7 +148,8 @@ def main(argv=None):
         print(f"report: --run {args.run!r}: give a testid (a folder name under {args.results})", file=sys.stderr)
         return 2
     try:
-        rep = run(args.run, args.prometheus, args.results, rate=int(args.rate) if args.rate else None)
+        margin = read_margin(os.environ.get("MARGIN", DEFAULT_MARGIN_PCT))
+        rep = run(args.run, args.prometheus, args.results, rate=int(args.rate) if args.rate else None, margin_pct=margin)
     except ReportError as e:
         print(f"report: {e}", file=sys.stderr)
         return 2

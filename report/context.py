@@ -2,7 +2,8 @@
 which puts every part together into what report.json holds."""
 from datetime import datetime, timezone
 
-from report.breakdown import answer, back_to_back, breakdown, failures, figures_for, mark_apart, not_pooled, pooled_words
+from report.breakdown import (DEFAULT_MARGIN_PCT, answer, back_to_back, breakdown, failures, figures_for, mark_apart,
+                              not_pooled, pooled_words)
 from report import interleaved
 from report.direct import rejudge, straight_to_the_app
 from report.queries import idle_baseline, phase_figures_with, server_cores, server_queries
@@ -154,8 +155,9 @@ def run_warnings(load, phases, workloads, settings, gen, generator_cpus):
     return warnings
 
 
-def build_report(load, compose, query, prometheus_url=None):
-    """Everything report.json holds, from the inputs and a query function."""
+def build_report(load, compose, query, prometheus_url=None, margin_pct=DEFAULT_MARGIN_PCT):
+    """Everything report.json holds, from the inputs and a query function;
+    margin_pct: the answer's equivalence margin (MARGIN)."""
     settings = load.get("settings") or {}
     machine = machine_info(query)  # first query: a Prometheus that does not answer stops here
     gen = generator(settings)
@@ -181,7 +183,7 @@ def build_report(load, compose, query, prometheus_url=None):
         wl["not_pooled"] = not_pooled(phases, w, closer)
         mixed = interleaved.mixed_phase(load, w)
         wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"],
-                              failures(load, w))
+                              failures(load, w), margin_pct)
         if wl["not_pooled"]:
             words = pooled_words(wl["not_pooled"]).removeprefix("on the ")
             warnings.append(warning("not_pooled", f"`{w}`: the {words}: their comparisons are of new connections, "
@@ -209,6 +211,7 @@ def build_report(load, compose, query, prometheus_url=None):
         "generator": gen,
         "mode": settings.get("mode") or "rate",
         "headline": headline(settings),
+        "margin_pct": margin_pct,
         "warnings": warnings,
         "charts": [],
         "queries": {**{k: v.replace("[0s] @ 0.000", "[<duration>s] @ <window end>") for k, v in templates.items()},

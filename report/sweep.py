@@ -397,8 +397,9 @@ def saving_method(rep):
     if not blocks:
         return f"Client median ({rep['generator']}'s own), paired over {s['rounds']} rounds a step"
     return (f"Client median ({rep['generator']}'s own), paired second by second in each step's interleaved stream of "
-            f"its paths at its rate ({blocks[0]['blocks']} blocks of {blocks[0]['block_s']} s, a t-interval with a "
-            f"Newey-West standard error to lag {blocks[0]['lag']}, the 1 s differences' lag-1 autocorrelation at most "
+            f"its paths at its rate ({blocks[0]['blocks']} blocks of {blocks[0]['block_s']} s, a t-interval with an "
+            f"equal-weighted cosine standard error on {blocks[0]['dof']} degrees of freedom, the 1 s differences' "
+            "lag-1 autocorrelation at most "
             f"{max(d['autocorrelation_blocks'] for d in blocks):.2f}); each path alone after it, {s['rounds']} rounds "
             "a step, for where it bends and breaks")
 

@@ -2,13 +2,17 @@
 more than 1% of its measured requests gets no verdict, said first with the
 path's statuses and the likely cause; a stream alone (ROUNDS=0) is reported."""
 import json
+import math
 import re
 
 import numpy as np
+import pytest
+import scipy.fft as sfft
+from scipy import stats as sps
 
-from report import cli, markdown
+from report import breakdown, cli, context, interleaved, markdown
 from report.breakdown import failures
-from report.test_report import build, make_k6
+from report.test_report import COMPOSE, build, fake_query, make_k6, server_table
 
 PAIR = ("tcp-lo", "uds-lo", "tcp-lo-ka", "uds-lo-ka")
 
@@ -104,3 +108,75 @@ def test_a_stream_alone_says_it_has_no_costs():
     md = markdown.render_markdown(build(run(rounds=0)))
     assert "No rounds of one path at a time (ROUNDS=0): no costs per request" in md
     assert "Means over the measured rounds" not in md and "tcp was not measured" not in md
+
+
+# --- the interval over the stream's blocks (interleaved.ewc_interval) and the three-way verdict ---
+
+def test_ewc_degrees_of_freedom_and_interval_against_scipys_dct():
+    """EWC's cosine transforms are the orthonormal DCT-II's coefficients 1..nu
+    (scipy.fft.dct, an independent implementation); nu = floor(0.4 n^(2/3))."""
+    assert [interleaved.dof(n) for n in (10, 11, 12, 20, 30, 60, 120)] == [1, 1, 2, 2, 3, 6, 9]
+    xs = [3.0, 5.0, 4.0, 8.0, 6.0, 7.0, 2.0, 9.0, 5.0, 6.0, 4.0, 7.0, 8.0, 3.0, 6.0, 5.0, 7.0, 4.0, 6.0, 5.0]
+    n, nu = len(xs), 2
+    lam = sfft.dct(np.array(xs), type=2, norm="ortho")[1:nu + 1]
+    se = math.sqrt(float(np.mean(lam ** 2)) / n)
+    m, q = float(np.mean(xs)), sps.t.ppf(0.975, nu)
+    got = interleaved.ewc_interval(xs)
+    assert got[0] == pytest.approx(m) and got[4] == nu
+    assert got[1] == pytest.approx(m - q * se, rel=1e-12) and got[2] == pytest.approx(m + q * se, rel=1e-12)
+    assert got[3] == pytest.approx(2 * sps.t.sf(m / se, nu), rel=1e-9)
+    assert interleaved.ewc_interval(xs[:9]) is None  # under MIN_BLOCKS
+    assert interleaved.ewc_interval([2.0] * 12)[1:4] == (None, None, None)  # no spread, no interval
+
+
+def diff(mean, lo, hi, n=10, a_mean=400.0, **kw):
+    """A difference of rounds as report/stats.py gives it, significant or not by its own interval."""
+    sig = lo > 0 or hi < 0
+    return {"mean": mean, "lo": lo, "hi": hi, "rounds": n, "a_mean": a_mean, "p": 0.01 if sig else 0.5,
+            "resolution": None, **kw}
+
+
+def test_the_three_way_verdict_worked_examples():
+    # Measurable: the socket differs.
+    assert breakdown.three_way(diff(20, 10, 30), 2, 1)["verdict"] == "differs"
+    # Inside ±2% of 400 µs (±8) even widened for 4 comparisons: half-width 2 x t(1-0.05/8, 9) / t(0.975, 9)
+    # = 2 x 3.1109 / 2.2622 = 2.7504.
+    v = breakdown.three_way(diff(1, -1, 3), 2, 4)
+    assert v["verdict"] == "same" and v["margin"] == pytest.approx(8)
+    assert v["widened"] == pytest.approx((1 - 2.7504, 1 + 2.7504), abs=1e-4)
+    # Inside the margin alone, not once widened (half-width 6.5: -5.5 to 7.5 alone, 1 + 8.94 widened): not sure yet.
+    assert breakdown.three_way(diff(1, -5.5, 7.5), 2, 1)["verdict"] == "same"
+    assert breakdown.three_way(diff(1, -5.5, 7.5), 2, 4)["verdict"] == "unsure"
+    # Neither: mean 6, half-width 8 at 10 rounds (se 8 / t(0.975, 9) = 3.536): it would exclude 0 once
+    # t(0.975, n-1) x 3.536 x sqrt(10/n) < 6: at 16 rounds 5.96, at 15 6.19.
+    v = breakdown.three_way(diff(6, -2, 14), 2, 1)
+    assert v["verdict"] == "unsure" and v["to_decide"] == 16
+    # Lost to Holm: its own interval excludes 0, not once the comparisons are judged together.
+    assert breakdown.three_way(diff(20, 10, 30, p_holm=0.2), 2, 4)["verdict"] == "unsure"
+
+
+def test_more_seconds_of_a_stream_follow_its_degrees_of_freedom():
+    """A stream's difference over 20 blocks (nu 2): the projection takes each
+    length's own nu, so it asks for fewer seconds than a fixed t(0.975, 2)."""
+    d = diff(6, -10, 22, n=20, blocks=20, block_s=1)
+    more = breakdown.to_decide(d, 8, 1)
+    se = 16 / sps.t.ppf(0.975, 2)
+    h = lambda n: sps.t.ppf(0.975, interleaved.dof(n)) * se * math.sqrt(20 / n)  # noqa: E731
+    assert h(more) < 6 <= h(more - 1)
+    assert more < 20 * (16 / 6) ** 2  # the fixed-quantile rule's answer, 142
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "100", "-2", ""])
+def test_a_bad_margin_is_refused_by_name(value, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("MARGIN", value)
+    assert cli.main(["--run", "r1", "--results", str(tmp_path)]) == 2
+    assert f'report: MARGIN="{value}": the answer\'s margin, a percentage of TCP\'s median' in capsys.readouterr().err
+
+
+def test_the_margin_reaches_the_answer():
+    """MARGIN=20: the same comparison inside ±20% (90 µs) reads no difference."""
+    k6 = run(slower=0.005)
+    assert "not told apart" in build(k6)["workloads"]["ping"]["answer"] or \
+        "no difference larger than ±2%" in build(k6)["workloads"]["ping"]["answer"]
+    rep = context.build_report(k6, COMPOSE, fake_query(server_table(k6)), "http://prom:9090", margin_pct=20)
+    assert rep["margin_pct"] == 20 and "no difference larger than ±20%" in rep["workloads"]["ping"]["answer"]

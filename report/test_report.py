@@ -755,9 +755,10 @@ def test_answer_compares_paths_through_the_same_nginx():
             "loopback (`uds-lo` against `tcp-lo`: 95% CI 235 to 285 µs, 3 rounds)") in text
     # tcp - uds = 450, 520, 490 µs: both through nginx.
     assert "saved 487 µs (46% of tcp's median) against TCP across the Docker bridge (`uds` against `tcp`" in text
-    # pooled: tcp-lo-ka - uds-lo-ka = +10, -20, +10 µs: no number, the plain words.
-    assert ("With pooled keepalive connections, the socket made no measurable difference against TCP over loopback "
-            "(`uds-lo-ka` against `tcp-lo-ka`: 95% CI") in text
+    # pooled: tcp-lo-ka - uds-lo-ka = +10, -20, +10 µs: neither excluding 0 nor inside ±2% (9 µs): not sure yet.
+    assert ("With pooled keepalive connections, the socket is not told apart from TCP over loopback yet "
+            "(`uds-lo-ka` against `tcp-lo-ka`: 95% CI -43 to 43 µs, 3 rounds, neither excluding 0 nor inside ±2%, "
+            "9 µs): not sure yet; about 23 more rounds would likely decide (ROUNDS=26)") in text
     assert "the 4 comparisons are judged together (Holm's correction)" in text
     assert "Control held" in text and "control failed" not in text
     md = markdown.render_markdown(rep)
@@ -787,8 +788,8 @@ def test_a_difference_holm_does_not_call_measurable_says_so_in_the_answer_and_th
     rep = build(p50_run(p50, rounds=4))
     d = rep["workloads"]["ping"]["breakdown"]["socket_bridge_pooled"]["figures"]["client_p50_ms"]
     assert d["p"] < 0.05 <= d["p_holm"] and not stats.measurable(d)
-    assert ("made no measurable difference against TCP across the Docker bridge once the comparisons "
-            "are judged together (`uds-ka` against `tcp-ka`: 95% CI") in rep["workloads"]["ping"]["answer"]
+    assert ("is not told apart from TCP across the Docker bridge yet (`uds-ka` against `tcp-ka`: 95% CI 10 to 148 µs, "
+            "4 rounds alone, neither excluding 0 nor inside ±2%, 12 µs): not sure yet") in rep["workloads"]["ping"]["answer"]
     assert "no measurable difference once the answer's comparisons are judged together (95% CI" in \
         markdown.render_markdown(rep)
 
@@ -1260,7 +1261,7 @@ def test_a_stack_that_closes_every_connection_is_not_credited_with_pooling():
     assert rep["stack"] == "gunicorn"
     assert "pooled keepalive" not in text, text
     assert ("On the keepalive (-ka) paths, which did not reuse connections here (gunicorn closes every connection, "
-            "as its stack.env says), the socket made no measurable difference against TCP over loopback") in text
+            "as its stack.env says), the socket is not told apart from TCP over loopback yet") in text
     (w,) = [w for w in rep["warnings"] if w["kind"] == "not_pooled"]
     assert w["workload"] == "ping" and "not of pooling" in w["message"]
     assert "not_pooled" not in kinds(build(p50_run(EIGHT, rate=500)))  # the lab's own app pools

@@ -116,7 +116,8 @@ report() {
   done
   [ -n "$port" ] || fail "kubectl port-forward to svc/prometheus did not start: $(cat "$dir/pf.log")"
   PROMETHEUS_USER=$(helm get values "$release" --namespace "$ns" --all -o json | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["prometheus"]["user"])') \
-    PROMETHEUS_PASSWORD_FILE=$dir/password "$PYTHON" -m report --run "$id" --prometheus "http://127.0.0.1:$port"
+    PROMETHEUS_PASSWORD_FILE=$dir/password MARGIN=${MARGIN:-$(scripts/dotenv.sh MARGIN)} "$PYTHON" -m report --run "$id" \
+      --prometheus "http://127.0.0.1:$port"
 }
 
 case $cmd in
