@@ -191,6 +191,7 @@ def read_settings(env, catalogue):
         raise SettingError(f"PATHS: {', '.join(direct)} needs GENERATOR=oha (no nginx: the app's own socket, which "
                            f"{s['generator']} cannot dial)")
     s["pairs"] = pair_units(s["paths"], catalogue)
+    s["pooled"] = [p for p in s["paths"] if (catalogue["paths"].get(p) or {}).get("pooled")]
     # make load's interleaved stream, and each step's of a sweep of rates, where
     # the generator interleaves (wrk and oha drive one URL at a time).
     if can["interleaves"] and (s["mode"] == "rate" or (s["mode"] == "sweep" and setting(env, "SWEEP", FROM_ENV) == "rate")):
@@ -406,6 +407,24 @@ def orders(paths, rounds, seed):
     return out[:rounds]
 
 
+def streams(s):
+    """The interleaved streams of a workload: (kind, paths), one per connection
+    handling in PATHS, the pooled paths' first. A pooled comparison never
+    shares its stream with requests that each open a new upstream connection
+    (their TIME_WAIT, connection tracking and softirq on the same cores moved
+    the pooled answer's sign); the pooled stream runs before the other leaves
+    its TIME_WAIT behind. One kind alone: one stream, kind None."""
+    pooled = [p for p in s["paths"] if p in (s.get("pooled") or [])]
+    new = [p for p in s["paths"] if p not in pooled]
+    if not pooled or not new:
+        return [(None, list(s["paths"]))]
+    return [("pooled", pooled), ("new", new)]
+
+
+# A stream's paths in words, by its connection handling.
+STREAM_WORDS = {"pooled": "pooled paths", "new": "new-connection paths"}
+
+
 def plan(s, route, first=1):
     """Every phase in run order, with its planned offset from the start (after
     the idle phase and a gap, when there is one): rounds first.. first+ROUNDS-1,
@@ -419,18 +438,20 @@ def plan(s, route, first=1):
     mixed = bool(s.get("interleave")) and first == 1
     for w in s["workloads"]:
         order = []
-        if mixed:  # the interleaved stream warms every path up, then is measured
-            order += [(MIX, 0, s["warmup"])] if s["warmup"] > 0 and fresh else []
-            order.append((MIX, 1, s["interleave"]))
+        if mixed:  # each interleaved stream warms its paths up, then is measured
+            for kind, paths in streams(s):
+                order += [(MIX, 0, s["warmup"], kind, paths)] if s["warmup"] > 0 and fresh else []
+                order.append((MIX, 1, s["interleave"], kind, paths))
         elif s["warmup"] > 0 and fresh:
-            order += [(p, 0, s["warmup"]) for p in s["paths"]]
-        order += [(p, r, s["duration"]) for r in range(first, last + 1) for p in per_round[r - 1]]
-        for path, r, secs in order:
+            order += [(p, 0, s["warmup"], None, None) for p in s["paths"]]
+        order += [(p, r, s["duration"], None, None) for r in range(first, last + 1) for p in per_round[r - 1]]
+        for path, r, secs, kind, paths in order:
+            name = f"{path}-{kind}" if kind else path
             phases.append({
-                "name": f"{w}__{path}__{f's{step}__' if step else ''}r{r}", "workload": w, "path": path, "round": r,
+                "name": f"{w}__{name}__{f's{step}__' if step else ''}r{r}", "workload": w, "path": path, "round": r,
                 "phase": "warmup" if r == 0 else "measure", "endpoint": route[w],
                 "start_offset_s": at, "duration_s": secs, **(step_fields(s) if step else {}),
-                **({"paths": s["paths"], "block_s": s["block"]} if path == MIX else {}),
+                **({"paths": paths, "block_s": s["block"], **({"stream": kind} if kind else {})} if path == MIX else {}),
             })
             at += secs + GAP_SECONDS
     return phases
@@ -470,9 +491,15 @@ def describe(s, phases, route=None, first=1):
     if s.get("interleave"):
         rounds = (f", then {s['rounds']} x {len(s['paths'])} paths x {s['duration']} s one at a time for their costs"
                   if s["rounds"] else ", no rounds of one path at a time (ROUNDS=0)")
+        kinds = streams(s)
+        if len(kinds) == 1:
+            stream = f"{warm}{s['interleave']} s of all {len(s['paths'])} paths interleaved request by request"
+        else:
+            (k1, p1), (k2, p2) = kinds
+            stream = (f"{warm}{s['interleave']} s of the {len(p1)} {STREAM_WORDS[k1]} interleaved request by request, "
+                      f"then the same of the {len(p2)} {STREAM_WORDS[k2]}")
         out = (f"{len(phases)} phases, about {clock(length_s(phases))}: {idle}{len(s['workloads'])} workload(s) x "
-               f"({warm}{s['interleave']} s of all {len(s['paths'])} paths interleaved request by request{rounds}), "
-               f"{GAP_SECONDS} s between phases, {order}")
+               f"({stream}{rounds}), {GAP_SECONDS} s between phases, {order}")
     else:
         out = (f"{len(phases)} phases, about {clock(length_s(phases))}: {idle}{len(s['workloads'])} workload(s) x "
                f"{len(s['paths'])} paths x ({warm}{s['rounds']} x {s['duration']} s), {GAP_SECONDS} s between "
@@ -508,7 +535,8 @@ def progress(phases, i):
     left = length_s(phases) - phases[i]["start_offset_s"]
     warm = " (warm-up, left out of the report)" if phases[i]["round"] == 0 else ""
     if phases[i]["path"] == MIX:
-        warm = f" (every path interleaved{', warm-up' if phases[i]['round'] == 0 else ''})"
+        which = STREAM_WORDS[phases[i]["stream"]] if phases[i].get("stream") else "every path"
+        warm = f" ({which} interleaved{', warm-up' if phases[i]['round'] == 0 else ''})"
     return f"phase {i + 1}/{len(phases)} {phases[i]['name']}{warm}: about {clock(left)} left"
 
 

@@ -178,3 +178,21 @@ def test_a_failing_path_in_the_stream_is_counted_by_status_and_never_timed(openl
     assert good["failed_rate"] == 0 and not any(good["statuses"].values())
     assert all(b["p50"] > 0 for b in good["blocks"])
     assert mix["statuses"]["502"] == 200
+
+
+def test_openloop_runs_a_stream_per_connection_handling(openloop, tmp_path, local_catalogue):
+    """The pooled paths' stream, then the others': each at the rate, each path
+    once a cycle of its own stream, none in the other's."""
+    catalogue, hits = local_catalogue
+    path, doc = write_plan(tmp_path, CATALOGUE=catalogue, PATHS="tcp-lo,uds-lo,uds-lo-ka", ROUNDS=0, WARMUP=0, RATE=30,
+                           IDLE=0, INTERLEAVE=10)
+    rc, out = run(openloop, path)
+    assert rc == 0, out
+    load = json.loads((tmp_path / "k1" / "load.json").read_text())
+    jsonschema.validate(load, SCHEMA)
+    pooled, new = load["phases"]
+    assert (pooled["name"], pooled["stream"], sorted(pooled["by_path"])) == ("ping__mix-pooled__r1", "pooled", ["uds-lo-ka"])
+    assert (new["name"], new["stream"], sorted(new["by_path"])) == ("ping__mix-new__r1", "new", ["tcp-lo", "uds-lo"])
+    assert pooled["requests"] == new["requests"] == 300  # 30 req/s for 10 s, each
+    assert [v["requests"] for v in new["by_path"].values()] == [150, 150]
+    assert hits["/uds-lo-ka/ping"] == 300 and new["start_offset_s"] > pooled["start_offset_s"]

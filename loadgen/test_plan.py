@@ -183,3 +183,20 @@ def test_a_stream_alone_says_it_has_no_rounds():
     assert {p["round"] for p in doc["phases"]} == {1} and all(p["path"] == "mix" for p in doc["phases"])
     assert "no rounds of one path at a time (ROUNDS=0)" in doc["describe"]
     assert "0 x" not in doc["describe"]
+
+
+def test_each_connection_handling_gets_a_stream_of_its_own():
+    """The pooled paths' stream first, then the new-connection paths': a pooled
+    comparison never shares its stream with requests that each open one."""
+    doc = runplan.build({**BASE, "PATHS": "tcp,uds,tcp-ka,uds-ka,tcp-lo", "INTERLEAVE": "20", "WARMUP": "2"}, CATALOGUE)
+    mixes = [p for p in doc["phases"] if p["path"] == "mix"]
+    assert [(p["name"], p.get("stream"), p["paths"]) for p in mixes] == [
+        ("ping__mix-pooled__r0", "pooled", ["tcp-ka", "uds-ka"]), ("ping__mix-pooled__r1", "pooled", ["tcp-ka", "uds-ka"]),
+        ("ping__mix-new__r0", "new", ["tcp", "uds", "tcp-lo"]), ("ping__mix-new__r1", "new", ["tcp", "uds", "tcp-lo"])]
+    assert all(p["urls"].keys() == set(p["paths"]) for p in mixes)
+    assert "20 s of the 2 pooled paths interleaved request by request, then the same of the 3 new-connection paths" \
+        in doc["describe"]
+    # One handling alone: one stream of every path, named as ever.
+    one = runplan.build({**BASE, "PATHS": "tcp-lo,uds-lo", "INTERLEAVE": "20", "WARMUP": "0"}, CATALOGUE)
+    (mix,) = [p for p in one["phases"] if p["path"] == "mix"]
+    assert mix["name"] == "ping__mix__r1" and "stream" not in mix and mix["paths"] == ["tcp-lo", "uds-lo"]

@@ -168,14 +168,19 @@ def test_the_default_plan_states_its_length():
     before it starts and as each phase starts."""
     s = runplan.read_settings({"SEED": "42"}, CATALOGUE)
     phases = runplan.plan(s, runplan.routes(WORKLOADS, s))
-    # 10 s idle + 1 s, 3 s warm-up + 1 s, 60 s interleaved, then 4 x 8 x 5 s = 160 s and 32 gaps of 1 s: 267 s.
+    # 10 s idle + 1 s, two streams (the 4 pooled paths', then the 4 others') of 3 s warm-up + 1 s and 60 s + 1 s,
+    # then 4 x 8 x 5 s = 160 s and 31 gaps of 1 s: 332 s.
     assert runplan.describe(s, phases) == (
-        "34 phases, about 4m27s: 10 s idle + 1 workload(s) x (3 s warm-up + 60 s of all 8 paths interleaved request "
-        "by request, then 4 x 8 paths x 5 s one at a time for their costs), 1 s between phases, order drawn from "
-        "SEED=42, compared paths back to back in alternating order")
-    assert runplan.progress(phases, 0) == "phase 1/34 ping__mix__r0 (every path interleaved, warm-up): about 4m16s left"
-    assert runplan.progress(phases, 1) == "phase 2/34 ping__mix__r1 (every path interleaved): about 4m12s left"
-    assert runplan.progress(phases, 33) == f"phase 34/34 {phases[-1]['name']}: about 5s left"
+        "36 phases, about 5m32s: 10 s idle + 1 workload(s) x (3 s warm-up + 60 s of the 4 pooled paths interleaved "
+        "request by request, then the same of the 4 new-connection paths, then 4 x 8 paths x 5 s one at a time for "
+        "their costs), 1 s between phases, order drawn from SEED=42, compared paths back to back in alternating order")
+    assert runplan.progress(phases, 0) == ("phase 1/36 ping__mix-pooled__r0 (pooled paths interleaved, warm-up): "
+                                           "about 5m21s left")
+    assert runplan.progress(phases, 1) == "phase 2/36 ping__mix-pooled__r1 (pooled paths interleaved): about 5m17s left"
+    assert runplan.progress(phases, 3) == "phase 4/36 ping__mix-new__r1 (new-connection paths interleaved): about 4m12s left"
+    assert runplan.progress(phases, 35) == f"phase 36/36 {phases[-1]['name']}: about 5s left"
+    assert [p["paths"] for p in phases[:4]] == [["tcp-ka", "uds-ka", "tcp-lo-ka", "uds-lo-ka"]] * 2 + \
+        [["tcp", "uds", "tcp-lo", "uds-lo"]] * 2
 
 
 def test_plan_py_writes_the_plan_openloop_runs(tmp_path):

@@ -121,6 +121,10 @@ def breakdown(phases, workload, figures=TERM_FIGURES, mixed=None, flat=False, fi
                     if blocks and f == "client_p50_ms" else
                     term_stats(t, rounds, f, scale, resolution_of(phases, workload, paths, f)))
                 for f, _, scale, _ in figures}}
+            # Paired across the two streams (one per connection handling): second b of each, a stream apart.
+            d = out[t["key"]]["figures"].get("client_p50_ms")
+            if d and d.get("blocks") and interleaved.across(mixed, paths):
+                d["across_streams"] = True
             # Every path in the stream, yet too few blocks with a median on all of them: said in the answer.
             out[t["key"]]["blocks_short"] = bool(blocks and all(p in blocks for p in paths)
                                                  and out[t["key"]]["figures"].get("client_p50_ms") is None)

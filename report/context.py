@@ -82,15 +82,15 @@ def interleaved_warnings(w, mixed, settings):
     if planned and (dropped > MAX_DROPPED_SHARE * planned or n < MIN_RATE_SHARE * planned):
         out.append(warning("saturated", f"`{w}`: the interleaved stream held {n / mixed['duration_s']:,.0f} of "
                            f"{rate} req/s ({dropped} requests dropped): the generator or the lab was the limit",
-                           [mixed["name"]], workload=w))
+                           interleaved.names(mixed), workload=w))
     late = late_reason(mixed.get("late_rate"))
     if late:
         out.append(warning("saturated", f"`{w}`: the interleaved stream had {late}: the generator, not the paths, "
-                           "set the pace", [mixed["name"]], workload=w))
+                           "set the pace", interleaved.names(mixed), workload=w))
     failed = {p: v["failed_rate"] for p, v in mixed["by_path"].items() if v["failed_rate"] > 0}
     if failed:
         out.append(warning("errors", f"`{w}`: failed requests in the interleaved stream: "
-                           + ", ".join(f"{p} {r:.2%}" for p, r in failed.items()), [mixed["name"]], workload=w))
+                           + ", ".join(f"{p} {r:.2%}" for p, r in failed.items()), interleaved.names(mixed), workload=w))
     return out
 
 
@@ -118,7 +118,8 @@ def add_breakdowns(load, phases, workloads, settings):
         if mixed:
             workloads[w]["interleaved"] = {"paths": interleaved.summary(mixed), "block_s": mixed["block_s"],
                                            "duration_s": mixed["duration_s"], "name": mixed["name"],
-                                           "dropped_iterations": mixed.get("dropped_iterations") or 0}
+                                           "dropped_iterations": mixed.get("dropped_iterations") or 0,
+                                           "streams": mixed.get("streams")}
             warnings += interleaved_warnings(w, mixed, settings)
     for w, wl in workloads.items():
         wl["breakdown"] = breakdown(phases, w, figures_for(settings), interleaved.mixed_phase(load, w), is_max(settings),

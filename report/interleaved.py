@@ -37,9 +37,43 @@ MIN_BLOCK_REQUESTS = 5
 
 
 def mixed_phase(load, workload):
-    """The workload's measured interleaved phase in load.json, or None."""
-    return next((p for p in load.get("phases") or []
-                 if p.get("path") == MIX and p.get("round", 0) > 0 and p["workload"] == workload), None)
+    """The workload's measured interleaved stream in load.json as one phase
+    (combine()), or None."""
+    return combine([p for p in load.get("phases") or []
+                    if p.get("path") == MIX and p.get("round", 0) > 0 and p["workload"] == workload])
+
+
+def combine(streams):
+    """A workload's (or a sweep step's) measured interleaved streams as one
+    phase: the one stream itself, or, where the run has one per connection
+    handling (loadgen/plan.py's streams), their paths side by side (each path
+    in one stream; block b of each is second b of its own stream), their
+    requests and drops added, their length summed, and "streams" naming each
+    with its paths; None where there is none."""
+    if len(streams) < 2:
+        return streams[0] if streams else None
+    requests = sum(p.get("requests") or 0 for p in streams)
+    lates = [(p.get("late_rate"), p.get("requests") or 0) for p in streams]
+    return {**streams[0], "name": ", ".join(p["name"] for p in streams),
+            "by_path": {path: v for p in streams for path, v in (p.get("by_path") or {}).items()},
+            "paths": [path for p in streams for path in p.get("paths") or p.get("by_path") or []],
+            "duration_s": sum(p["duration_s"] for p in streams), "requests": requests,
+            "dropped_iterations": sum(p.get("dropped_iterations") or 0 for p in streams),
+            "late_rate": (None if any(r is None for r, _ in lates) else
+                          sum(r * n for r, n in lates) / requests if requests else 0.0),
+            "streams": [{"name": p["name"], "stream": p.get("stream"), "paths": list(p.get("by_path") or []),
+                         "duration_s": p["duration_s"]} for p in streams]}
+
+
+def names(mixed):
+    """The phases an interleaved stream (combine()'s) was measured in."""
+    return [s["name"] for s in mixed["streams"]] if mixed.get("streams") else [mixed["name"]]
+
+
+def across(mixed, paths):
+    """Whether paths were measured in different streams of one (combine()'s)."""
+    where = {p: s["name"] for s in mixed.get("streams") or [] for p in s["paths"]}
+    return len({where.get(p) for p in paths}) > 1
 
 
 def timed(block):

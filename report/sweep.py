@@ -30,7 +30,7 @@ from statistics import NormalDist
 from scipy import stats as sps
 
 from report.breakdown import HANDLING, lost_to_holm
-from report.interleaved import MIX, block_diff
+from report.interleaved import MIX, block_diff, combine
 from report.interleaved import blocks as mix_blocks
 from report.lab import PATH_COLOURS, TERMS, stood_in_for
 from report.precision import merge
@@ -63,8 +63,13 @@ def measured(load):
 
 
 def streams(load):
-    """{step: its measured interleaved stream} (a k6 sweep of rates with INTERLEAVE)."""
-    return {p["step"]: p for p in load["phases"] if p.get("round", 0) >= 1 and p.get("step") and p.get("path") == MIX}
+    """{step: its measured interleaved stream} (a sweep of rates with INTERLEAVE; where the step has one per
+    connection handling, both as one: report/interleaved.py's combine)."""
+    by_step = {}
+    for p in load["phases"]:
+        if p.get("round", 0) >= 1 and p.get("step") and p.get("path") == MIX:
+            by_step.setdefault(p["step"], []).append(p)
+    return {step: combine(ps) for step, ps in by_step.items()}
 
 
 def stream_held(stream):

@@ -29,17 +29,20 @@ START_MS = 1_763_820_000_000
 
 
 def make_k6(paths=("tcp", "uds", "tcp-ka", "uds-ka"), rounds=3, rate=100, duration=10, warmup=5,
-            workloads=("ping",), client=None, idle=10, interleave=None, block=1, paired=False, **phase_extra):
+            workloads=("ping",), client=None, idle=10, interleave=None, block=1, paired=False, split=False,
+            **phase_extra):
     """A load.json as loadgen/load.js writes it, on plan.py's plan. client(path,
     round) -> dict overriding a phase's fields (path "mix": the interleaved
     stream, planned where interleave gives its seconds). paired: the rounds in
-    plan.py's pairs, back to back, as make load runs them."""
+    plan.py's pairs, back to back, as make load runs them. split: a stream per
+    connection handling, as make load runs them (else one of every path)."""
     client = client or (lambda path, r: {})
     settings = {"workloads": list(workloads), "paths": list(paths), "mode": "rate", "generator": "k6", "rate": rate,
                 "connections": 64, "duration": duration, "rounds": rounds, "warmup": warmup, "idle": idle, "seed": 1,
                 "cpu_iterations": 10000, "sleep_ms": 10, "endpoint": "/ping",
                 **({"interleave": interleave, "block": block} if interleave else {}),
-                **({"pairs": runplan.pair_units(paths, CATALOGUE)} if paired else {})}
+                **({"pairs": runplan.pair_units(paths, CATALOGUE)} if paired else {}),
+                **({"pooled": [p for p in paths if CATALOGUE["paths"][p].get("pooled")]} if split else {})}
     phases = runplan.plan(settings, runplan.routes(CATALOGUE["workloads"], settings))
     for ph in phases:
         ph.update({

@@ -837,10 +837,10 @@ func checkReport(t *testing.T, testid string) {
 // Engine 20.10), while a process that dies on its own is restarted by the
 // compose restart policy, which is what a crash is.
 func killUnderLoad(t *testing.T, prom, nginx, testid string) {
-	// The stream alone (ROUNDS=0), long enough to span the kill and the
-	// recovery (15 s at most, below).
+	// The streams alone (ROUNDS=0; tcp-lo-ka's, then tcp's), long enough to
+	// span the kill and the recovery (15 s at most, below).
 	load := exec.Command("make", "load", "TESTID="+testid, "SCENARIO=ping", "PATHS=tcp,tcp-lo-ka",
-		"RATE=50", "INTERLEAVE=25", "ROUNDS=0", "IDLE=0")
+		"RATE=50", "INTERLEAVE=15", "ROUNDS=0", "IDLE=0")
 	load.Dir = lab.Root(t)
 	var out strings.Builder
 	load.Stdout, load.Stderr = &out, &out
