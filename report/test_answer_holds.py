@@ -209,3 +209,29 @@ def test_each_answer_pair_is_judged_in_its_own_stream_and_a_term_across_them_say
             "that each open a connection): the pooled paths (tcp-lo-ka, uds-lo-ka) for 30 s; then the new paths "
             "(tcp-lo, uds-lo) for 30 s") in md
     assert "| tcp-lo − tcp-lo-ka † |" in md and "† Its client p50 pairs second b of the pooled paths' stream" in md
+
+
+def test_a_block_median_that_is_not_a_number_is_refused_where_it_stands(tmp_path):
+    """One NaN block median crashed the report (ValueError in stats.fdr)."""
+    k6 = run()
+    text = json.dumps(k6).replace('"p50": ' + json.dumps(k6["phases"][1]["by_path"]["uds-lo"]["blocks"][3]["p50"]),
+                                  '"p50": NaN', 1)
+    path = tmp_path / "load.json"
+    path.write_text(text)
+    with pytest.raises(cli.ReportError) as e:
+        cli.read_load(path)
+    assert "at phases/1/by_path/uds-lo/blocks/3/p50: 'NaN (not a number JSON allows)' is not of type" in str(e.value)
+
+
+def test_a_pair_short_of_blocks_is_named_with_its_reason():
+    """Too few requests a block (3, under the 5 a median needs): the answer
+    named the wrong reason ("PATHS needs a pair") or dropped the pair."""
+    k6 = run()
+    for p in k6["phases"]:
+        for v in (p.get("by_path") or {}).values():
+            for b in v["blocks"]:
+                b["requests"] = 3
+    text = build(k6)["workloads"]["ping"]["answer"]
+    assert "PATHS needs a pair" not in text
+    assert ("was not judged against TCP over loopback (`uds-lo` against `tcp-lo`): too few blocks with a median on "
+            "both paths (at least 10 of 5 successful requests each)") in text
