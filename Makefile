@@ -213,6 +213,10 @@ test-go:
 	cd tests && ../$(STEP) "Helm chart (kube-apiserver)" go test -count=1 ./k8s/...
 	cd tests && ../$(STEP) integration go test -count=1 ./integration/...
 
+.PHONY: mutate
+mutate: $(VENV)/.installed ## Check the tests catch each one-line bug of tests/mutations/mutations.toml (on demand, about 25 minutes; MUTATE="--set fresh" or "--only ID")
+	$(VENV)/bin/python tests/mutations/mutate.py $(MUTATE)
+
 # A count of executions, not a duration: Go 1.26's fuzz coordinator can fail a
 # duration's run with "context deadline exceeded" as it ends (go.dev/issue/75804,
 # fixed in Go 1.27), which a fresh-clone CI run hit.

@@ -89,6 +89,7 @@ def test_a_merge_gives_the_figures_of_the_pooled_requests():
         n = len(values[i]) + failed[i]
         phase = {"name": "ping__mix__r1", "path": "mix", "requests": n, "failed_rate": failed[i] / n,
                  "late_rate": 0, "dropped_iterations": i, "hdr": {"sent": h, "due": h},
+                 "statuses": {"502": failed[i] - i, "0": i, "refused": i},
                  "by_path": {"uds": {"requests": n, "failed_rate": failed[i] / n, "hdr": {"sent": h, "due": h},
                                      "blocks": [{"requests": n, "failed": failed[i], "p50": None, "hdr": h}]}}}
         return {"testid": "k", "settings": {}, "urls": {}, "start_ms": 1000 - 7 * i, "phases": [phase],
@@ -100,6 +101,7 @@ def test_a_merge_gives_the_figures_of_the_pooled_requests():
     assert ph["duration_ms"] == merge_segments.durations(pooled)
     assert ph["duration_ms"]["p99"] == pooled.get_value_at_percentile(99) / 1000
     assert ph["requests"] == 1730 + 33 and ph["failed_rate"] == 33 / 1763 and ph["dropped_iterations"] == 3
+    assert ph["statuses"] == {"502": 30, "0": 3, "refused": 3}
     (block,) = ph["by_path"]["uds"]["blocks"]
     assert (block["requests"], block["failed"], block["p50"]) == (1763, 33, pooled.get_value_at_percentile(50) / 1000)
     assert out["start_ms"] == 986 and out["segments"]["start_spread_ms"] == 14
@@ -112,11 +114,43 @@ def test_load_json_of_different_runs_is_refused(tmp_path, capsys):
          "totals": {"requests": 1, "failed_rate": 0}, "thresholds_failed": []}
     b = {**a, "settings": {"rate": 70}}
     c = {**a, "phases": [{"name": "x"}]}
-    for name, doc in (("a.json", a), ("b.json", b), ("c.json", c)):
+    d = {**a, "urls": {"tcp": "http://elsewhere"}}
+    for name, doc in (("a.json", a), ("b.json", b), ("c.json", c), ("d.json", d)):
         (tmp_path / name).write_text(json.dumps(doc))
     out = str(tmp_path / "out.json")
     assert merge_segments.main(["merge_segments.py", out, str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 2
     assert "b.json: its settings differ" in capsys.readouterr().err
     assert merge_segments.main(["merge_segments.py", out, str(tmp_path / "a.json"), str(tmp_path / "c.json")]) == 2
     assert "c.json: no histograms" in capsys.readouterr().err
+    assert merge_segments.main(["merge_segments.py", out, str(tmp_path / "a.json"), str(tmp_path / "d.json")]) == 2
+    assert "d.json: its urls differ" in capsys.readouterr().err
     assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize("failed, thresholds", [(1, []), (2, ["http_req_failed"])])
+def test_the_merged_run_fails_its_threshold_above_1_percent_as_openloop_does(failed, thresholds):
+    """Two pods of 100 requests, failed of them each: 1% of the run's requests is not above 1% (openloop's rule)."""
+    h = HdrHistogram(1, 60_000_000, 3)
+    h.record_value(100)
+    enc = h.encode().decode()
+
+    def doc(start):
+        return {"testid": "k", "settings": {}, "urls": {}, "start_ms": start,
+                "phases": [{"name": "ping__tcp__r1", "path": "tcp", "requests": 100, "failed_rate": failed / 100,
+                            "hdr": {"sent": enc, "due": enc}}],
+                "totals": {"requests": 100, "failed_rate": failed / 100}, "thresholds_failed": thresholds}
+
+    out = merge_segments.merge([doc(2000), doc(1000)], ["a", "b"])
+    assert out["totals"] == {"requests": 200, "failed_rate": 2 * failed / 200} and out["thresholds_failed"] == thresholds
+    assert out["start_ms"] == 1000 and out["segments"]["start_spread_ms"] == 1000
+
+
+def test_durations_are_the_quantiles_openloop_writes():
+    """1 to 1,000 µs once each (exact in a histogram of 3 significant
+    digits): the median 500 µs, p99.9 999 µs, in ms; nothing recorded, nothing."""
+    h = HdrHistogram(1, 60_000_000, 3)
+    for v in range(1, 1001):
+        h.record_value(v)
+    assert merge_segments.durations(h) == {"avg": 0.5005, "p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99,
+                                           "p999": 0.999, "max": 1.0}
+    assert merge_segments.durations(HdrHistogram(1, 1000, 3)) == {}

@@ -98,30 +98,6 @@ def lag1(xs):
     return sum((xs[i] - m) * (xs[i + 1] - m) for i in range(n - 1)) / var
 
 
-def hac_lag(n):
-    """Newey and West's rule for the lag of n values: floor(4 (n/100)^(2/9))."""
-    return max(1, math.floor(4 * (n / 100) ** (2 / 9)))
-
-
-def hac_interval(xs):
-    """(mean, low, high, p, lag) of a series' mean at CONFIDENCE, its standard
-    error Newey-West's; None under MIN_BLOCKS values. No spread: no interval
-    (low, high and p None)."""
-    n = len(xs)
-    if n < MIN_BLOCKS:
-        return None
-    lag = hac_lag(n)
-    m = sum(xs) / n
-    d = [x - m for x in xs]
-    gamma = [sum(d[i] * d[i + j] for i in range(n - j)) / n for j in range(lag + 1)]
-    var = gamma[0] + 2 * sum((1 - j / (lag + 1)) * gamma[j] for j in range(1, lag + 1))
-    if var <= 1e-18 * max(1.0, m * m):  # no spread: no interval (as report/stats.py's t_interval)
-        return m, None, None, None, lag
-    se = math.sqrt(var / n)
-    q = sps.t.ppf(1 - ALPHA / 2, n - 1)
-    return m, m - q * se, m + q * se, float(2 * sps.t.sf(abs(m) / se, n - 1)), lag
-
-
 def dof(n):
     """The degrees of freedom of the interval over n blocks: Lazarus, Lewis,
     Stock and Watson's rule for the equal-weighted cosine estimator,
@@ -154,7 +130,7 @@ def ewc_interval(xs):
 
 def block_diff(by_path, a, b, less=None, scale=1e3, block_s=1):
     """The per-block difference a - b (less (c - d): a difference in
-    differences), times scale, with its Newey-West interval: a stats dict of
+    differences), times scale, with its interval (ewc_interval): a stats dict of
     the shape report/stats.py's diff_stats gives (rounds: the blocks), or None
     where a path is missing or too few blocks have every value."""
     names = [a, b, *(less or [])]

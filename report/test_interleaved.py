@@ -1,6 +1,6 @@
-"""make load's interleaved stream: batch means chosen from the measured
-autocorrelation, the per-block pairing, and the answer a report gives from it
-(report/interleaved.py, through the report's own code)."""
+"""make load's interleaved stream: the interval over its blocks (the
+equal-weighted cosine estimator's), the per-block pairing, and the answer a
+report gives from it (report/interleaved.py, through the report's own code)."""
 import random
 import re
 from pathlib import Path
@@ -27,7 +27,7 @@ def coverage(phi, runs=1000, n=60):
     rng = random.Random(4)
     held = 0
     for _ in range(runs):
-        lo, hi = interleaved.hac_interval(ar1(n + 30, phi, rng)[30:])[1:3]
+        lo, hi = interleaved.ewc_interval(ar1(n + 30, phi, rng)[30:])[1:3]
         held += lo <= 0 <= hi
     return held / runs
 
@@ -40,18 +40,18 @@ def test_the_interval_holds_on_independent_and_on_alternating_seconds():
 
 def test_correlated_seconds_widen_the_interval():
     """Seconds that share the machine's state (phi 0.5): a plain t-interval would
-    hold the truth about 76% of the time; the standard error counts the covariance (87%)."""
+    hold the truth about 76% of the time; the standard error counts the covariance."""
     rng = random.Random(2)
     xs = ar1(60, 0.5, rng)
-    m, lo, hi, p, lag = interleaved.hac_interval(xs)
+    m, lo, hi, p, nu = interleaved.ewc_interval(xs)
     plain = stats.t_interval(xs)
-    assert lag == 3 and hi - lo > 1.15 * (plain[2] - plain[1])
-    assert coverage(0.5) > 0.85
+    assert nu == 6 and hi - lo > 1.15 * (plain[2] - plain[1])
+    assert coverage(0.5) > 0.90
 
 
 def test_no_spread_and_too_few_blocks_give_no_interval():
-    assert interleaved.hac_interval([2.0] * 12)[:4] == (2.0, None, None, None)
-    assert interleaved.hac_interval([1.0] * 9) is None
+    assert interleaved.ewc_interval([2.0] * 12)[:4] == (2.0, None, None, None)
+    assert interleaved.ewc_interval([1.0] * 9) is None
     assert interleaved.block_diff({"a": [1.0] * 9, "b": [1.0] * 9}, "a", "b") is None
 
 

@@ -317,3 +317,41 @@ def test_a_sweep_names_the_generator_that_ran_it():
     assert "oha's own ceiling" in w["message"] and "k6" not in w["message"]
     md = sweep.render(rep)
     assert "fixed arrival rate (oha's" in md and "k6" not in md
+
+
+def test_pairs_past_their_limit_are_left_out_of_holms_family():
+    """At 200 req/s tcp-lo did not hold the rate: that step's pair is not
+    compared, so the family is the 100 req/s pair alone, whose p Holm leaves
+    as it is (with the other in the family, it would double or more)."""
+    ph = [phase(p, 1, 100, r, p50=0.5 + 0.01 * r + (0.1 + 0.003 * r if p == "tcp-lo" else 0))
+          for p in ("tcp-lo", "uds-lo") for r in (1, 2, 3)]
+    ph += [phase("tcp-lo", 2, 200, r, rps=150, p50=40 + r) for r in (1, 2, 3)]
+    ph += [phase("uds-lo", 2, 200, r, p50=1 + 0.01 * r) for r in (1, 2, 3)]
+    rep = sweep.build(load(ph, rates=(100, 200)))
+    (held,), (past,) = rep["savings"]["1"], rep["savings"]["2"]
+    assert past["past_limit"] == ["tcp-lo"] and past["diff_us"]["p"] < 0.05 and "p_holm" not in past["diff_us"]
+    assert held["past_limit"] == [] and held["diff_us"]["p_holm"] == held["diff_us"]["p"]
+    assert "Holm's correction over the 1 compared" in sweep.render(rep)
+
+
+def test_a_steps_warm_up_is_not_its_figure():
+    """A step's warm-up (round 0) held half the rate: the step is judged on its measured rounds alone."""
+    ph = [phase("uds-lo", 1, 100, r) for r in (1, 2, 3)] + [phase("uds-lo", 1, 100, 0, rps=50, failed=0.5)]
+    (o,) = sweep.steps(load(ph)).values()
+    assert o["uds-lo"]["failed"] is None and o["uds-lo"]["achieved"]["rounds"] == 3
+    assert o["uds-lo"]["error_share"] == 0 and o["uds-lo"]["achieved"]["mean"] == 100
+
+
+def test_a_stream_that_sent_exactly_95_percent_held_its_rate():
+    s = {"rate": 10, "duration_s": 10, "by_path": {"tcp-lo": {"requests": 48}, "uds-lo": {"requests": 47}}}
+    assert sweep.stream_held(s)  # 95 of 100
+    s["by_path"]["uds-lo"]["requests"] = 46
+    assert not sweep.stream_held(s)
+
+
+def test_a_p99_exactly_at_the_bound_has_not_passed_it():
+    """The knee's bound is KNEE_FACTOR (10) times the lowest step's p99: at it, still held."""
+    def o(rate, p99):
+        return {"uds-lo": {"rate": rate, "pooled_p99": {"value": p99}, "failed": None, "generator": None, "statuses": {}}}
+    k = sweep.knee("uds-lo", {1: o(100, 2.0), 2: o(200, 20.0), 3: o(400, 20.5)})
+    assert k["rate"] == 200 and k["p99_passed_at"] == (400, 20.5)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -365,5 +366,51 @@ func TestCheckReadsThePlanAndSendsNothing(t *testing.T) {
 	var se settingError
 	if err := run(context.Background(), []string{"go"}, getenv, &out, &bytes.Buffer{}); !errors.As(err, &se) {
 		t.Errorf("an unknown argument: %v, want a setting error", err)
+	}
+}
+
+// What counts as a success (200-399, as k6's default), how a request
+// without a response is named, and how a phase counts them: every kind of
+// no response in "0", each also by its own name; the run's threshold passes
+// at 1% failed and fails above it.
+func TestOutcomesAreCountedByKind(t *testing.T) {
+	for status, ok := range map[int]bool{199: false, 200: true, 399: true, 400: false, 502: false} {
+		if (outcome{status: status}).ok() != ok {
+			t.Errorf("status %d: ok %v, want %v", status, !ok, ok)
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	_, err = http.Get("http://" + closed + "/")
+	if o := classify(nil, err); o.failure != "refused" || o.key() != "refused" {
+		t.Errorf("a connection refused: %+v (%v)", o, err)
+	}
+
+	ph := &phase{Name: "ping__tcp__r1", Path: "tcp", Round: 1, DurationS: 1}
+	p := &plan{Testid: "t", Phases: []phase{*ph}}
+	rec := newPhaseRecord(ph, time.Second)
+	for i, o := range []outcome{{failure: "refused"}, {failure: "refused"}, {failure: "reset"}, {status: 502}} {
+		rec.add("tcp", -1, o, time.Millisecond, time.Millisecond, i == 0)
+	}
+	for range 396 {
+		rec.add("tcp", -1, outcome{status: 200}, time.Millisecond, time.Millisecond, false)
+	}
+	got := phaseJSON(p, ph, rec)["statuses"].(map[string]int64)
+	want := map[string]int64{"502": 1, "503": 0, "504": 0, "0": 3, "refused": 2, "reset": 1, "timeout": 0, "connect_timeout": 0}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("statuses[%q] = %d, want %d (all: %v)", k, got[k], v, got)
+		}
+	}
+	if doc := loadJSON(p, 0, []*phaseRecord{rec}); len(doc["thresholds_failed"].([]string)) != 0 || doc["totals"].(map[string]any)["failed_rate"] != 0.01 {
+		t.Errorf("4 of 400 failed (1%%): %v, %v; want the threshold passed", doc["totals"], doc["thresholds_failed"])
+	}
+	rec.add("tcp", -1, outcome{status: 503}, time.Millisecond, time.Millisecond, false)
+	if doc := loadJSON(p, 0, []*phaseRecord{rec}); len(doc["thresholds_failed"].([]string)) != 1 {
+		t.Errorf("5 of 401 failed: thresholds_failed %v, want http_req_failed", doc["thresholds_failed"])
 	}
 }

@@ -81,3 +81,22 @@ func TestRefusesBadInput(t *testing.T) {
 		})
 	}
 }
+
+// A password file's line ending is not part of the password: LF, CRLF (a
+// file saved on Windows) or none give the same password.
+func TestLineEndingsAreNotThePassword(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"none": "abcdefghijklmnop0123", "LF": "abcdefghijklmnop0123\n",
+		"CRLF": "abcdefghijklmnop0123\r\n"} {
+		t.Run(name, func(t *testing.T) {
+			f := filepath.Join(dir, name)
+			if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			p, err := password(f)
+			if err != nil || string(p) != "abcdefghijklmnop0123" {
+				t.Errorf("password %q, error %v; want abcdefghijklmnop0123", p, err)
+			}
+		})
+	}
+}

@@ -107,8 +107,10 @@ type (
 	}
 	PodSpec struct {
 		SecurityContext struct {
-			FSGroup *int64 `yaml:"fsGroup"`
-			Sysctls []struct {
+			FSGroup        *int64          `yaml:"fsGroup"`
+			RunAsNonRoot   *bool           `yaml:"runAsNonRoot"`
+			SeccompProfile *SeccompProfile `yaml:"seccompProfile"`
+			Sysctls        []struct {
 				Name  string `yaml:"name"`
 				Value string `yaml:"value"`
 			} `yaml:"sysctls"`
@@ -130,8 +132,17 @@ type (
 		LivenessProbe   *Probe   `yaml:"livenessProbe"`
 		StartupProbe    *Probe   `yaml:"startupProbe"`
 		SecurityContext struct {
-			RunAsUser  *int64 `yaml:"runAsUser"`
-			RunAsGroup *int64 `yaml:"runAsGroup"`
+			RunAsUser                *int64 `yaml:"runAsUser"`
+			RunAsGroup               *int64 `yaml:"runAsGroup"`
+			RunAsNonRoot             *bool  `yaml:"runAsNonRoot"`
+			ReadOnlyRootFilesystem   *bool  `yaml:"readOnlyRootFilesystem"`
+			AllowPrivilegeEscalation *bool  `yaml:"allowPrivilegeEscalation"`
+			Privileged               *bool  `yaml:"privileged"`
+			Capabilities             *struct {
+				Add  []string `yaml:"add"`
+				Drop []string `yaml:"drop"`
+			} `yaml:"capabilities"`
+			SeccompProfile *SeccompProfile `yaml:"seccompProfile"`
 		} `yaml:"securityContext"`
 		Ports []struct {
 			Name          string `yaml:"name"`
@@ -148,13 +159,18 @@ type (
 		SubPath   string `yaml:"subPath"`
 		ReadOnly  bool   `yaml:"readOnly"`
 	}
+	SeccompProfile struct {
+		Type string `yaml:"type"`
+	}
 	Probe struct {
 		Exec *struct {
 			Command []string `yaml:"command"`
 		} `yaml:"exec"`
-		HTTPGet *struct {
-			Path string `yaml:"path"`
-		} `yaml:"httpGet"`
+		HTTPGet *HTTPGet `yaml:"httpGet"`
+	}
+	HTTPGet struct {
+		Path string `yaml:"path"`
+		Port any    `yaml:"port"` // a number, or the name of one of the container's ports
 	}
 	Volume struct {
 		Name      string         `yaml:"name"`

@@ -61,7 +61,8 @@ func (a *probeApp) stop(s *http.Server) {
 // up, and fails when the app stops answering on its socket alone (what a
 // socket-only app's probe must see); the nginx in its own pod's passes with
 // the app's TCP port up and fails without it, and fails when nginx itself is
-// down; nginx's liveness (/healthz) holds while the app is down.
+// down; nginx's liveness, its path and port read from the chart, holds while
+// the app is down and fails with nginx down.
 func TestProbesAgainstRealNginx(t *testing.T) {
 	m := parse(t, render(t, nil))
 	for _, c := range []struct {
@@ -134,8 +135,19 @@ func TestProbesAgainstRealNginx(t *testing.T) {
 				}
 				return nil
 			}
+			// nginx's liveness as the chart renders it: its path, on the port it names.
+			live := nginxC.LivenessProbe
+			if live == nil || live.HTTPGet == nil || !strings.HasPrefix(live.HTTPGet.Path, "/") {
+				t.Fatal("nginx has no HTTP liveness probe")
+			}
+			livePort := map[int]int{
+				atoi(t, nginxC.EnvMap()["NGINX_LISTEN_PORT"]): port, atoi(t, nginxC.EnvMap()["NGINX_STATUS_PORT"]): status,
+			}[probePort(t, nginxC, live.HTTPGet.Port)]
+			if livePort == 0 {
+				t.Fatalf("nginx's liveness probe asks port %v: neither its listener nor its status port", live.HTTPGet.Port)
+			}
 			alive := func() error {
-				resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/healthz")
+				resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(livePort) + live.HTTPGet.Path)
 				if err != nil {
 					return err
 				}
@@ -157,12 +169,17 @@ func TestProbesAgainstRealNginx(t *testing.T) {
 			if err := ready(); err == nil {
 				t.Error("readiness passed with the app down on the listener it must check")
 			}
+			app.stop(app.tcp) // the app wholly down: nginx's liveness is nginx's own
+			app.stop(app.unix)
 			if err := alive(); err != nil {
-				t.Errorf("nginx's liveness (/healthz) failed with the app down: %v (a stuck app would restart nginx)", err)
+				t.Errorf("nginx's liveness (%s) failed with the app down: %v (a stuck app would restart nginx)", live.HTTPGet.Path, err)
 			}
 			stopNginx()
 			if err := ready(); err == nil {
 				t.Error("readiness passed with nginx down")
+			}
+			if err := alive(); err == nil {
+				t.Error("liveness passed with nginx down")
 			}
 		})
 	}
@@ -178,4 +195,31 @@ func (e *probeError) Error() string {
 		return e.out
 	}
 	return e.err.Error() + ": " + e.out
+}
+
+// probePort: the container port a probe's port names (a number, or the name of one of the container's ports).
+func probePort(t *testing.T, c *Container, port any) int {
+	t.Helper()
+	switch p := port.(type) {
+	case int:
+		return p
+	case string:
+		for _, cp := range c.Ports {
+			if cp.Name == p {
+				return cp.ContainerPort
+			}
+		}
+		return atoi(t, p)
+	}
+	t.Fatalf("a probe's port %v (%T): neither a number nor a name", port, port)
+	return 0
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%q: not a port number", s)
+	}
+	return n
 }

@@ -121,9 +121,7 @@ func TestSidecarMutationsAreCaught(t *testing.T) {
 		},
 		"nginx loses its readiness probe": func(p *PodSpec) { p.Container("nginx").ReadinessProbe = nil },
 		"the readiness probe asks nginx alone": func(p *PodSpec) {
-			p.Container("nginx").ReadinessProbe = &Probe{HTTPGet: &struct {
-				Path string `yaml:"path"`
-			}{Path: "/healthz"}}
+			p.Container("nginx").ReadinessProbe = &Probe{HTTPGet: &HTTPGet{Path: "/healthz"}}
 		},
 		"the socket folder is a hostPath": func(p *PodSpec) { p.Volume("sock").EmptyDir = nil },
 		"nginx leaves the socket's group": func(p *PodSpec) { g := int64(65534); p.Container("nginx").SecurityContext.RunAsGroup = &g },
