@@ -87,6 +87,8 @@ load() {
   (("${done:-0}" + "${failed:-0}" == pods)) || fail "job/openloop-$id: not finished after K8S_TIMEOUT=$timeout s"
   if ((pods == 1)); then
     segment 0 "$id" >"$out/load.json"
+    "$PYTHON" -c 'import json, sys; json.load(open(sys.argv[1]))' "$out/load.json" ||
+      fail "$out/load.json: the pod's log did not hold load.json whole between its marker lines"
   else
     local i files=()
     for ((i = 0; i < pods; i++)); do segment "$i" "$id" >"$out/load-segment-$i.json"; files+=("$out/load-segment-$i.json"); done

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -30,18 +31,32 @@ type settingError struct{ error }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	errOut := messages(os.Getenv, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, errOut)
 	stop()
 	var se settingError
 	switch {
 	case err == nil:
 	case errors.As(err, &se):
-		fmt.Fprintf(os.Stderr, "openloop: %v\n", err)
+		fmt.Fprintf(errOut, "openloop: %v\n", err)
 		os.Exit(2)
 	default:
-		fmt.Fprintf(os.Stderr, "openloop: %v\n", err)
+		fmt.Fprintf(errOut, "openloop: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// messages: where openloop says what went wrong. With OPENLOOP_LOG_LOAD_JSON
+// (a Kubernetes pod, whose log scripts/k8s.sh reads load.json from) on
+// stdout too: the runtime reads a container's stdout and stderr through two
+// pipes, so a line on stderr can land inside load.json in the log (seen: "more
+// than 1% of requests failed" between two of its lines); one stream keeps
+// the order.
+func messages(getenv func(string) string, stdout, stderr io.Writer) io.Writer {
+	if on, err := strconv.ParseBool(getenv("OPENLOOP_LOG_LOAD_JSON")); err == nil && on {
+		return stdout
+	}
+	return stderr
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -414,3 +414,26 @@ func TestOutcomesAreCountedByKind(t *testing.T) {
 		t.Errorf("5 of 401 failed: thresholds_failed %v, want http_req_failed", doc["thresholds_failed"])
 	}
 }
+
+// A pod's messages share load.json's stream: on stderr, "more than 1% of
+// requests failed" landed inside load.json in a pod's log (the runtime reads
+// the two pipes apart) and scripts/k8s.sh read broken JSON.
+func TestMessagesShareTheStreamWhereLoadJSONIsLogged(t *testing.T) {
+	var out, errs bytes.Buffer
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "OPENLOOP_LOG_LOAD_JSON" {
+				return v
+			}
+			return ""
+		}
+	}
+	if w := messages(env("true"), &out, &errs); w != &out {
+		t.Errorf("OPENLOOP_LOG_LOAD_JSON=true: messages on stderr, want stdout")
+	}
+	for _, v := range []string{"", "false", "maybe"} {
+		if w := messages(env(v), &out, &errs); w != &errs {
+			t.Errorf("OPENLOOP_LOG_LOAD_JSON=%q: messages on stdout, want stderr", v)
+		}
+	}
+}
