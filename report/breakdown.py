@@ -334,7 +334,9 @@ def three_way(d, margin_pct, k):
     half = half_width(d, k=k)
     if margin and -margin < d["mean"] - half and d["mean"] + half < margin:
         return {"verdict": "same", "margin": margin, "widened": (d["mean"] - half, d["mean"] + half)}
-    return {"verdict": "unsure", "margin": margin, "to_decide": to_decide(d, margin, k)}
+    # Taken back by the report's correction: more seconds must survive the whole family (Bonferroni over it).
+    family = d.get("fdr_family") if judged_together(d) else k
+    return {"verdict": "unsure", "margin": margin, "to_decide": to_decide(d, margin, max(k, family or k))}
 
 
 def answer(w, phases, settings, terms=None, unpooled=None, route=None, failed=None, margin_pct=DEFAULT_MARGIN_PCT):
@@ -380,7 +382,8 @@ def answer(w, phases, settings, terms=None, unpooled=None, route=None, failed=No
                 decide = f"more than {MOST_TO_DECIDE // 60} minutes of stream would be needed to decide"
             elif d.get("blocks"):
                 secs = (more - d["rounds"]) * d["block_s"]
-                decide = f"about {secs:,} more seconds would likely decide (INTERLEAVE={more * d['block_s']})"
+                decide = (f"about {secs:,} more second{'s' if secs > 1 else ''} would likely decide "
+                          f"(INTERLEAVE={more * d['block_s']})")
             else:
                 extra = more - d["rounds"]
                 decide = f"about {extra} more round{'s' if extra > 1 else ''} would likely decide (ROUNDS={more})"

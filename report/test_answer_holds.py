@@ -235,3 +235,13 @@ def test_a_pair_short_of_blocks_is_named_with_its_reason():
     assert "PATHS needs a pair" not in text
     assert ("was not judged against TCP over loopback (`uds-lo` against `tcp-lo`): too few blocks with a median on "
             "both paths (at least 10 of 5 successful requests each)") in text
+
+
+def test_a_difference_taken_back_by_the_reports_correction_projects_over_its_family():
+    """Its interval alone excludes 0 (20 to 60 µs over 20 blocks), but not once
+    the report's 172 comparisons are judged together: one more second would
+    not decide it, as a projection over the answer's 4 alone said."""
+    d = diff(40, 20, 60, n=20, blocks=20, block_s=1, p_fdr=0.2, fdr_family=172)
+    v = breakdown.three_way(d, 2, 4)
+    assert v["verdict"] == "unsure" and v["to_decide"] > 21
+    assert breakdown.to_decide(d, v["margin"], 4) == 21  # the answer's 4 alone

@@ -798,7 +798,7 @@ func checkReport(t *testing.T, testid string) {
 	if !strings.Contains(ping.Answer, "one interleaved stream (20 blocks of 1 s)") {
 		t.Errorf("the answer does not say it pairs the interleaved stream's blocks: %q", ping.Answer)
 	}
-	if !strings.Contains(ping.Answer, "against TCP over loopback") || !strings.Contains(ping.Answer, "against TCP across the Docker bridge") {
+	if !strings.Contains(ping.Answer, "(`uds-lo` against `tcp-lo`") || !strings.Contains(ping.Answer, "(`uds` against `tcp`") {
 		t.Errorf("the answer does not compare the socket with both TCPs: %q", ping.Answer)
 	}
 	// Every term but Kubernetes' stand-ins (instead_of), which a run with uds leaves out.
