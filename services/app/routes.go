@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -240,4 +241,27 @@ func readyz(r *Readiness) gin.HandlerFunc {
 		}
 		c.JSON(http.StatusOK, gin.H{"status": "ready"})
 	}
+}
+
+// clientAddress answers GET /client: the address the app takes for the
+// client's, and what it took it from (make contract's "client address" row
+// compares it over the TCP port and the socket). Behind nginx the peer is
+// nginx (over TCP) or has no address at all (over the socket), so the client
+// is X-Real-IP, else X-Forwarded-For's first hop, else the peer's address.
+// Nothing decides on it, so any peer is believed; only this route reads the
+// headers: every other request stays as lean as before, on both listeners.
+func clientAddress(c *gin.Context) {
+	r := c.Request
+	peer, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		peer = "" // a Unix socket's peer: "@" or nothing, no address
+	}
+	client, from := peer, "peer"
+	if fwd, _, _ := strings.Cut(r.Header.Get("X-Forwarded-For"), ","); strings.TrimSpace(fwd) != "" {
+		client, from = strings.TrimSpace(fwd), "X-Forwarded-For"
+	}
+	if real := strings.TrimSpace(r.Header.Get("X-Real-IP")); real != "" {
+		client, from = real, "X-Real-IP"
+	}
+	c.JSON(http.StatusOK, gin.H{"client": client, "from": from, "peer": peer})
 }

@@ -277,3 +277,39 @@ func TestDownloadRange(t *testing.T) {
 		t.Errorf("bytes=10-19: code %d, body %q", rec.Code, rec.Body)
 	}
 }
+
+// GET /client: the same client over the TCP port and over the socket, where
+// the peer has no address, as long as nginx sends X-Real-IP or X-Forwarded-For.
+func TestClientAddress(t *testing.T) {
+	f := newHandler(t)
+	for _, tc := range []struct {
+		remote, real, fwd string
+		client, from      string
+	}{
+		{"172.18.0.5:41234", "", "", "172.18.0.5", "peer"},
+		{"@", "", "", "", "peer"},
+		{"", "", "", "", "peer"},
+		{"@", "", "203.0.113.7, 10.0.0.1", "203.0.113.7", "X-Forwarded-For"},
+		{"172.18.0.5:41234", "", "203.0.113.7", "203.0.113.7", "X-Forwarded-For"},
+		{"@", "203.0.113.9", "203.0.113.7", "203.0.113.9", "X-Real-IP"},
+		{"[::1]:8080", "", " ", "::1", "peer"},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/client", nil)
+		req.RemoteAddr = tc.remote
+		if tc.real != "" {
+			req.Header.Set("X-Real-IP", tc.real)
+		}
+		if tc.fwd != "" {
+			req.Header.Set("X-Forwarded-For", tc.fwd)
+		}
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%+v: status %d", tc, rec.Code)
+		}
+		m := jsonBody(t, rec)
+		if m["client"] != tc.client || m["from"] != tc.from {
+			t.Errorf("%+v: got client %q from %q", tc, m["client"], m["from"])
+		}
+	}
+}

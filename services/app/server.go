@@ -76,6 +76,7 @@ func NewServer(d Deps) http.Handler {
 	r.GET("/sleep/:ms", sleepHandler)
 	r.GET("/download/file", downloadFile(d.DownloadFile))
 	r.GET("/download/stream", downloadStream(d.DownloadFile, bufPool))
+	r.GET("/client", clientAddress)
 	r.GET("/healthz", healthz)
 	r.GET("/readyz", readyz(d.Readiness))
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(d.Metrics.Registry, promhttp.HandlerOpts{
