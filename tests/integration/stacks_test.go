@@ -87,7 +87,7 @@ func stackCases(t *testing.T) []stackCase {
 			for k, v := range variant {
 				c.variant = k + "=" + v
 			}
-			c.env = append(c.env, "PATH="+os.Getenv("PATH")+string(os.PathListSeparator)+aliases)
+			c.env = append(c.env, "PATH="+stackPath(aliases))
 			out = append(out, c)
 		}
 		add(nil, s.Pools)
@@ -178,17 +178,35 @@ func readImage(t *testing.T, dir, aliases string) image {
 	if img.stop == 0 {
 		img.stop = syscall.SIGTERM
 	}
-	// The program: the folder's own, or found here by its name (the image's
-	// path to it is the image's).
+	// The program: the folder's own, or found here by its name on the
+	// stacks' PATH (the image's path to it is the image's).
 	if p := img.argv[0]; !strings.HasPrefix(p, dir+string(filepath.Separator)) {
-		name := filepath.Base(p)
-		if alias := filepath.Join(aliases, name); fileExists(alias) {
-			img.argv[0] = alias
-		} else {
-			img.argv[0] = lab.Tool(t, name)
-		}
+		img.argv[0] = lookPath(t, filepath.Base(p), stackPath(aliases))
 	}
 	return img
+}
+
+// imagePath is the PATH of the images the stacks run in (Debian's, and the
+// official images'): the stacks find their programs there first, as in their
+// image, then on this machine's PATH (where a python3 of pyenv's, say, may
+// come first and see none of Debian's packages), then among the aliases.
+const imagePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+func stackPath(aliases string) string {
+	return strings.Join([]string{imagePath, os.Getenv("PATH"), aliases}, string(os.PathListSeparator))
+}
+
+// lookPath finds a program on path, as exec.LookPath on PATH.
+func lookPath(t *testing.T, name, path string) string {
+	t.Helper()
+	for _, dir := range filepath.SplitList(path) {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	t.Fatalf("%s not found on %s: run scripts/test-deps.sh (make test does) or install it", name, path)
+	return ""
 }
 
 // signalNamed reads STOPSIGNAL's value: SIGNAME, NAME or a number.
@@ -206,8 +224,6 @@ func signalNamed(t *testing.T, path, s string) syscall.Signal {
 	}
 	return sig
 }
-
-func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }
 
 // Debian names some programs by their version where the official images do
 // not (php-fpm8.2; the stand-in images link it by the plain name): such a
@@ -773,6 +789,43 @@ func TestStacksRefuseBadSettings(t *testing.T) {
 				_ = app.Process.Kill()
 				_ = app.Wait()
 			}
+		})
+	}
+}
+
+// A crash leaves the socket file behind with nothing listening on it: each
+// stack starts over it (removes it and listens anew, stacks/README.md's
+// "stale socket at start"), so a restarted container serves again.
+func TestStacksStartOverStaleSocket(t *testing.T) {
+	for _, sc := range stackCases(t) {
+		if sc.variant != "" {
+			continue
+		}
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			u := newAppUser(t, lab.ShortTempDir(t))
+			socket := filepath.Join(u.sockDir, "app.sock")
+			dead, err := net.Listen("unix", socket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dead.(*net.UnixListener).SetUnlinkOnClose(false)
+			dead.Close()
+			if _, err := net.Dial("unix", socket); err == nil {
+				t.Fatal("the stale socket answers")
+			}
+			env := append(append(os.Environ(), sc.env...), fmt.Sprintf("APP_TCP_ADDR=127.0.0.1:%d", lab.FreePort(t)),
+				"APP_UNIX_SOCKET="+socket)
+			app := startAs(t, sc.name, env, u.cred, sc.argv...)
+			waitFor(t, "the stack listening on the socket a crash left", func() error {
+				c, err := net.Dial("unix", socket)
+				if err == nil {
+					c.Close()
+				}
+				return err
+			})
+			_ = app.Process.Kill()
+			_ = app.Wait()
 		})
 	}
 }

@@ -49,13 +49,23 @@ var stackFacts = []string{"STACK_ABOUT", "STACK_LACKS", "STACK_POOLS", "STACK_BA
 func TestStacksFolders(t *testing.T) {
 	env := lab.Env(t)
 	stacks := lab.ReadStacks(t)
-	if len(stacks) < 3 {
-		t.Fatalf("stacks/ has %d folders with a stack.env, want PHP-FPM's, gunicorn's and Node's at least", len(stacks))
+	for _, want := range []string{"php-fpm", "gunicorn", "node", "uvicorn", "puma"} {
+		if _, ok := stacks[want]; !ok {
+			t.Errorf("stacks/%s: no stack.env; the reference stacks are PHP-FPM, gunicorn, Node, uvicorn and puma at least", want)
+		}
+	}
+	index, err := os.ReadFile(lab.Path(t, "stacks", "README.md"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	workloads := lab.ReadCatalogue(t).Workloads
 	for name, s := range stacks {
 		t.Run(name, func(t *testing.T) {
 			dir := lab.Path(t, s.Dir)
+			// stacks/README.md's table has a row for it, linking its folder.
+			if !strings.Contains(string(index), "| [`"+name+"`]("+name+") |") {
+				t.Errorf("stacks/README.md: no row for %s in its table (| [`%s`](%s) | ...)", name, name, name)
+			}
 			for _, f := range []string{"Dockerfile", "README.md", "stack.env", "standin.Dockerfile"} {
 				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 					t.Error(err)
