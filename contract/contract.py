@@ -17,11 +17,24 @@ at a time; this script starts, kills and stops the app between the steps:
             routes, metrics
   others    the socket refuses a user outside nginx's group
   SIGKILL, start, wait   a stale socket does not block a restart
+  pitfalls  the socket pitfalls (docker run in the app's network and PID
+            namespaces, as the app's user): each listener's backlog, the
+            client's address over both, the workers' share, the failure
+            envelope at the app's net.core.somaxconn (APP_SOMAXCONN)
   drain + docker compose stop   optional: requests in flight answered, exit 0,
             socket removed
+  up at somaxconn 16, wait, envelope   the failure envelope at a low backlog:
+            where the socket refuses (nginx's 502) and TCP queues
+
+The pitfalls are a third table, never required: each row says what was
+measured and, where it fails, the fix in a line. net.core.somaxconn is set
+only through contract/somaxconn.yaml, added to COMPOSE_FILE where a value is
+asked for (APP_SOMAXCONN, and 16 for the envelope): compose.yaml sets no
+sysctl, which a rootless engine would refuse.
 
 Writes results/contract.json (CONTRACT_OUT). Exit status 0 when every required
-clause passes, 1 when one fails, 2 when the check could not run.
+clause passes, 1 when one fails, 2 when the check could not run or a setting
+is wrong.
 """
 import json
 import os
@@ -39,17 +52,60 @@ SERVES = "serves on the TCP port and on the socket"  # the checker's first claus
 HEALTHY = "image HEALTHCHECK turns healthy"
 NO_HEALTHCHECK = "nothing: the lab takes the app as ready when its port and its socket answer"
 STOP_COST = "a stop cuts requests in flight; make down waits for SIGKILL"
+OVERLAY = ROOT / "contract" / "somaxconn.yaml"  # the app's net.core.somaxconn
+LOW_SOMAXCONN = 16  # the failure envelope's, low enough to show the socket refusing
+PITFALLS = "socket pitfalls"
+
+
+class SettingError(Exception):
+    pass
+
+
+def somaxconn_setting(environ, dotenv=None):
+    """APP_SOMAXCONN from the environment, else .env: '' (the namespace's
+    own) or a whole number from 1 to 65535."""
+    v = environ.get("APP_SOMAXCONN")
+    if v is None:
+        v = (dotenv or read_dotenv)("APP_SOMAXCONN")
+    v = (v or "").strip()
+    if v and not (v.isdigit() and 1 <= int(v) <= 65535):
+        raise SettingError(f'APP_SOMAXCONN="{v}": must be a whole number from 1 to 65535 (net.core.somaxconn '
+                           "in the app's network namespace), or empty for the namespace's own")
+    return v
+
+
+def read_dotenv(name):
+    r = subprocess.run([str(ROOT / "scripts" / "dotenv.sh"), name], text=True, stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL)
+    return r.stdout.strip() if r.returncode == 0 else ""
 
 
 class Lab:
     """docker compose, in the contract's own project. run and popen are
     subprocess's, or a test's stand-ins."""
 
-    def __init__(self, compose, project, run=subprocess.run, popen=subprocess.Popen, sleep=time.sleep):
+    def __init__(self, compose, project, run=subprocess.run, popen=subprocess.Popen, sleep=time.sleep, environ=None):
         self.base = shlex.split(compose) + ["-p", project, "--profile", "contract"]
         self.run, self.popen, self.sleep = run, popen, sleep
+        self.environ = dict(os.environ if environ is None else environ)
+        self.env = None  # compose's environment: None, this process's
+        self.somaxconn = ""
+
+    def set_somaxconn(self, value):
+        """The app's net.core.somaxconn from its next start: contract/somaxconn.yaml
+        after the compose files in use, with APP_SOMAXCONN; '' leaves it out."""
+        self.somaxconn = value
+        if not value:
+            self.env = None
+            return
+        files = (self.environ.get("COMPOSE_FILE") or str(ROOT / "compose.yaml")).split(
+            self.environ.get("COMPOSE_PATH_SEPARATOR") or os.pathsep)
+        self.env = {**self.environ, "APP_SOMAXCONN": value,
+                    "COMPOSE_FILE": (self.environ.get("COMPOSE_PATH_SEPARATOR") or os.pathsep).join(files + [str(OVERLAY)])}
 
     def compose(self, *args, check=True, **kw):
+        if self.env is not None:
+            kw.setdefault("env", self.env)
         return self.run(self.base + list(args), check=check, text=True, **kw)
 
     def checker_cmd(self, step, user=None):
@@ -58,8 +114,29 @@ class Lab:
 
     def checker(self, step, user=None):
         """Runs one checker step; returns its clauses."""
-        out = self.run(self.checker_cmd(step, user), check=True, text=True, stdout=subprocess.PIPE).stdout
+        out = self.run(self.checker_cmd(step, user), check=True, text=True, stdout=subprocess.PIPE,
+                       **({"env": self.env} if self.env is not None else {})).stdout
         return parse(out)
+
+    def ns_checker(self, step):
+        """Runs one checker step in the app's network and PID namespaces as
+        the app's user (docker run: compose cannot join a PID namespace), with
+        the contract service's settings, reaching the TCP port on loopback."""
+        cid = self.container()
+        user = self.inspect(cid, "{{.Config.User}}")
+        config = json.loads(self.compose("config", "--format", "json", stdout=subprocess.PIPE).stdout)
+        svc = config["services"]["contract"]
+        env = {k: v for k, v in (svc.get("environment") or {}).items() if v is not None}
+        env["CONTRACT_TCP"] = "127.0.0.1:" + env.get("CONTRACT_TCP", "app:8080").rpartition(":")[2]
+        cmd = ["docker", "run", "--rm", "--network", f"container:{cid}", "--pid", f"container:{cid}",
+               "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges:true",
+               "--volumes-from", f"{cid}:ro"]
+        if user:
+            cmd += ["--user", user]
+        for k in sorted(env):
+            cmd += ["-e", f"{k}={env[k]}"]
+        cmd += [svc["image"], step]
+        return parse(self.run(cmd, check=True, text=True, stdout=subprocess.PIPE).stdout)
 
     def container(self):
         return self.compose("ps", "-a", "-q", "app", stdout=subprocess.PIPE).stdout.strip()
@@ -110,9 +187,43 @@ def healthy(lab, cid):
                   f"{time.monotonic() - start:.0f} s; nginx waits for it, so make up would fail; last logs: {logs}")
 
 
+def pitfall_row(name, status, why):
+    """A pitfall row the driver writes itself (a step that could not run)."""
+    return {"clause": name, "required": False, "pass": status in ("pass", "info"), "why": why,
+            "pitfall": True, "status": status}
+
+
+def pitfalls(lab, step):
+    try:
+        return lab.ns_checker(step)
+    except subprocess.CalledProcessError as e:
+        return [pitfall_row(PITFALLS, "n/a", f"`{shlex.join(e.cmd[:2] + ['...', e.cmd[-1]])}` in the app's "
+                            f"network and PID namespaces failed (exit {e.returncode}): not measured")]
+
+
+def envelope(lab):
+    """The failure envelope at a low somaxconn: the app (stopped) starts again
+    with it, serves, and the bursts run."""
+    before = lab.somaxconn
+    lab.set_somaxconn(str(LOW_SOMAXCONN))
+    try:
+        r = lab.compose("up", "-d", "--no-build", "app", check=False, stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT)
+        if r.returncode != 0:
+            last = (r.stdout or "").strip().splitlines()[-1:] or ["no message"]
+            return [pitfall_row(f"failure envelope (net.core.somaxconn {LOW_SOMAXCONN})", "n/a",
+                                f"the engine refused net.core.somaxconn={LOW_SOMAXCONN} for the app: {last[0]} "
+                                "(a rootless engine exports no net.core sysctl in the app's network namespace)")]
+        lab.checker("wait")
+        return pitfalls(lab, "envelope")
+    finally:
+        lab.set_somaxconn(before)
+
+
 def drain(lab):
     """Slow requests in flight on both listeners, then docker compose stop."""
-    proc = lab.popen(lab.checker_cmd("drain"), stdout=subprocess.PIPE, text=True)
+    proc = lab.popen(lab.checker_cmd("drain"), stdout=subprocess.PIPE, text=True,
+                     **({"env": lab.env} if lab.env is not None else {}))
     for line in proc.stdout:
         if '"inflight"' in line:
             break
@@ -138,17 +249,21 @@ def run_contract(lab):
     clauses += checked
     if not any(c["clause"] == SERVES and c["pass"] for c in checked):
         return clauses  # it does not serve: the other steps would only repeat that
+    clauses += pitfalls(lab, "pitfalls")
     clauses += lab.checker("others", user=OTHER_USER)
     # A killed app leaves its socket file behind; the next start must cope.
     lab.compose("kill", "-s", "SIGKILL", "app", stderr=subprocess.DEVNULL)
     lab.compose("start", "app", stderr=subprocess.DEVNULL)
     clauses += lab.checker("wait")
     clauses += drain(lab)
+    clauses += envelope(lab)
     return clauses
 
 
 def render(image, clauses):
     """The two tables, what the missing optional clauses cost, and the verdict."""
+    pits = [c for c in clauses if c.get("pitfall")]
+    clauses = [c for c in clauses if not c.get("pitfall")]
     req = [c for c in clauses if c["required"]]
     opt = [c for c in clauses if not c["required"]]
     width = max(len(c["clause"]) for c in clauses)
@@ -178,6 +293,17 @@ def render(image, clauses):
     if other:
         lines += ["", "Also missing:"]
         lines += [f"  {c['clause']}: {c['effect']}" for c in other]
+    if pits:
+        lines += ["", "Socket pitfalls (what production meets over the socket; none is required):"]
+        for c in pits:
+            lines.append(f"  {c.get('status', 'pass' if c['pass'] else 'WARN'):<7}  {c['clause']}")
+            lines.append(f"           {c['why']}")
+            if c.get("fix"):
+                lines.append(f"           fix: {c['fix']}")
+        counts = {}
+        for c in pits:
+            counts[c.get("status", "")] = counts.get(c.get("status", ""), 0) + 1
+        lines.append("Pitfalls: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items())) + ".")
     ok = all(c["pass"] for c in req)
     lines += ["", f"Required: {sum(c['pass'] for c in req)} of {len(req)} pass. "
               f"Optional: {sum(c['pass'] for c in opt)} of {len(opt)} pass.",
@@ -187,7 +313,14 @@ def render(image, clauses):
 
 def main(environ=os.environ, lab=None):
     image = environ.get("APP_IMAGE") or "uds-lab/app:local"
-    lab = lab or Lab(environ.get("COMPOSE", "docker compose"), environ.get("CONTRACT_PROJECT", "uds-lab-contract"))
+    try:
+        somaxconn = somaxconn_setting(environ)
+    except SettingError as e:
+        print(f"contract: {e}", file=sys.stderr)
+        return 2
+    lab = lab or Lab(environ.get("COMPOSE", "docker compose"), environ.get("CONTRACT_PROJECT", "uds-lab-contract"),
+                     environ=environ)
+    lab.set_somaxconn(somaxconn)
     out = Path(environ.get("CONTRACT_OUT") or ROOT / "results" / "contract.json")
     try:
         clauses = run_contract(lab)

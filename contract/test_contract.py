@@ -29,7 +29,7 @@ class FakeDocker:
     one of its arguments, and records the commands."""
 
     def __init__(self, rules):
-        self.rules, self.calls = rules, []
+        self.rules, self.calls, self.envs = rules, [], []
 
     def answer(self, cmd):
         self.calls.append(cmd)
@@ -39,20 +39,30 @@ class FakeDocker:
         return "", 0
 
     def run(self, cmd, check=False, **kw):
+        self.envs.append(kw.get("env"))
         out, rc = self.answer(cmd)
         if check and rc:
             raise subprocess.CalledProcessError(rc, cmd)
         return subprocess.CompletedProcess(cmd, rc, stdout=out)
 
     def popen(self, cmd, **kw):
+        self.envs.append(kw.get("env"))
         out, _ = self.answer(cmd)
         return type("Proc", (), {"stdout": io.StringIO(out), "wait": lambda self: 0})()
 
-    def lab(self):
-        return ct.Lab("docker compose", "p", run=self.run, popen=self.popen, sleep=lambda s: None)
+    def lab(self, environ=None):
+        return ct.Lab("docker compose", "p", run=self.run, popen=self.popen, sleep=lambda s: None,
+                      environ=environ or {})
 
 
 HC = '{"Test":["CMD","/app","healthcheck"]}'
+CONFIG = json.dumps({"services": {"contract": {"image": "uds-lab/contract:local", "environment": {
+    "CONTRACT_TCP": "app:8080", "CONTRACT_SOCKET": "/sock/app.sock", "APP_PROTOCOL": "http", "ENDPOINT": None}}}})
+
+
+def pit(name, status="pass", **kw):
+    return json.dumps({"clause": name, "required": False, "pass": status in ("pass", "info"), "why": "w",
+                       "pitfall": True, "status": status, **kw})
 
 
 def good_rules(healthcheck=HC):
@@ -63,6 +73,10 @@ def good_rules(healthcheck=HC):
         ("inspect .State.ExitCode", "0"),
         ("contract check", line(ct.SERVES) + "\n" + line("route /cpu/1", False, False, workload="cpu",
                                                           effect="SCENARIO=cpu cannot run") + "\n"),
+        ("config --format json", CONFIG),
+        ("inspect .Config.User", "10001:101"),
+        ("contract pitfalls", pit("listen backlog of each listener") + "\n" + pit("client address", "WARN", fix="f") + "\n"),
+        ("contract envelope", pit("failure envelope (net.core.somaxconn 16)", "info") + "\n"),
         ("contract others", line("socket: refused to other users") + "\n"),
         ("contract wait", line("restart over a stale socket") + "\n"),
         ("contract drain", '{"event":"inflight"}\n' + line("SIGTERM: requests in flight answered, socket removed",
@@ -80,21 +94,34 @@ def test_the_steps_in_order_with_their_command_lines():
     clauses = ct.run_contract(d.lab())
     assert d.calls[0] == BASE + ["down", "-v", "--remove-orphans"]
     assert d.calls[1] == BASE + ["up", "-d", "--no-build", "app"]
-    steps = [c for c in d.calls if c[:len(BASE)] == BASE and c[len(BASE)] in ("run", "kill", "start", "stop")]
+    assert d.envs[1] is None, "the app starts at the namespace's own somaxconn where APP_SOMAXCONN is empty"
+    steps = [c[:2] + c[-1:] if c[:2] == ["docker", "run"] else c for c in d.calls
+             if (c[:len(BASE)] == BASE and c[len(BASE)] in ("run", "kill", "start", "stop", "up"))
+             or c[:2] == ["docker", "run"]]
     assert steps == [
+        BASE + ["up", "-d", "--no-build", "app"],
         BASE + ["run", "--rm", "--no-deps", "-T", "contract", "check"],
+        ["docker", "run", "pitfalls"],
         BASE + ["run", "--rm", "--no-deps", "-T", "--user", "65534:65534", "contract", "others"],
         BASE + ["kill", "-s", "SIGKILL", "app"],
         BASE + ["start", "app"],
         BASE + ["run", "--rm", "--no-deps", "-T", "contract", "wait"],
         BASE + ["run", "--rm", "--no-deps", "-T", "contract", "drain"],
         BASE + ["stop", "-t", "10", "app"],
+        BASE + ["up", "-d", "--no-build", "app"],
+        BASE + ["run", "--rm", "--no-deps", "-T", "contract", "wait"],
+        ["docker", "run", "envelope"],
     ]
+    # The envelope's app: contract/somaxconn.yaml after compose.yaml, at 16.
+    low = d.envs[d.calls.index(BASE + ["up", "-d", "--no-build", "app"], 2)]
+    assert low["APP_SOMAXCONN"] == "16"
+    assert low["COMPOSE_FILE"] == f"{ct.ROOT / 'compose.yaml'}:{ct.OVERLAY}"
     assert ["docker", "inspect", "-f", "{{.State.ExitCode}}", "cid"] in d.calls
     names = [c["clause"] for c in clauses]
-    assert names == [ct.HEALTHY, ct.SERVES, "route /cpu/1", "socket: refused to other users",
-                     "restart over a stale socket", "SIGTERM: requests in flight answered, socket removed",
-                     "SIGTERM: exits 0 within 10 s"]
+    assert names == [ct.HEALTHY, ct.SERVES, "route /cpu/1", "listen backlog of each listener", "client address",
+                     "socket: refused to other users", "restart over a stale socket",
+                     "SIGTERM: requests in flight answered, socket removed", "SIGTERM: exits 0 within 10 s",
+                     "failure envelope (net.core.somaxconn 16)"]
     assert all(c["pass"] for c in clauses if c["required"])
 
 
@@ -155,10 +182,10 @@ def test_a_failed_required_clause_breaks_the_contract():
 
 def test_main_exit_codes_and_json(tmp_path, capsys):
     out = tmp_path / "r" / "contract.json"
-    env = {"APP_IMAGE": "me/app:1", "CONTRACT_OUT": str(out)}
+    env = {"APP_IMAGE": "me/app:1", "CONTRACT_OUT": str(out), "APP_SOMAXCONN": ""}
     assert ct.main(env, FakeDocker(good_rules()).lab()) == 0
     got = json.loads(out.read_text())
-    assert got["image"] == "me/app:1" and got["ok"] and len(got["clauses"]) == 7
+    assert got["image"] == "me/app:1" and got["ok"] and len(got["clauses"]) == 10
 
     rules = [("contract others", line("socket: refused to other users", ok=False) + "\n")] + good_rules()
     d = FakeDocker(rules)
@@ -182,6 +209,9 @@ joined = " ".join(args)
 if "ps -a -q app" in joined: print("cid")
 elif ".Config.Healthcheck" in joined: print("null")
 elif ".State.ExitCode" in joined: print("0")
+elif ".Config.User" in joined: print("10001:101")
+elif "config --format json" in joined: print(json.dumps({"services": {"contract": {"image": "c:1", "environment": {}}}}))
+elif args[:2] == ["run", "--rm"] and args[-1] in ("pitfalls", "envelope"): print(json.dumps({"clause": args[-1], "required": False, "pass": True, "why": "w", "pitfall": True, "status": "pass"}))
 elif joined.endswith("contract check"): print(clause("serves on the TCP port and on the socket"))
 elif joined.endswith("contract others"): print(clause("socket: refused to other users"))
 elif joined.endswith("contract wait"): print(clause("restart over a stale socket"))
@@ -199,7 +229,7 @@ def test_the_script_end_to_end_with_a_fake_docker(tmp_path):
     fake.chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_LOG": str(tmp_path / "log"),
            "COMPOSE": "docker compose", "CONTRACT_PROJECT": "lab-contract", "APP_IMAGE": "plain:1",
-           "CONTRACT_OUT": str(tmp_path / "contract.json")}
+           "CONTRACT_OUT": str(tmp_path / "contract.json"), "APP_SOMAXCONN": "64"}
     r = subprocess.run([sys.executable, str(HERE / "contract.py")], env=env, text=True, capture_output=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "plain:1 keeps the contract." in r.stdout
@@ -207,6 +237,67 @@ def test_the_script_end_to_end_with_a_fake_docker(tmp_path):
     assert calls[0] == ["compose", "-p", "lab-contract", "--profile", "contract", "down", "-v", "--remove-orphans"]
     assert ["compose", "-p", "lab-contract", "--profile", "contract", "run", "--rm", "--no-deps", "-T",
             "--user", "65534:65534", "contract", "others"] in calls
+    assert "Socket pitfalls" in r.stdout and "Pitfalls: 2 pass." in r.stdout
+    # As the app runs in the pitfalls step: its namespaces, its user, loopback.
+    ns = next(c for c in calls if c[-1] == "pitfalls")
+    assert ns[:2] == ["run", "--rm"] and ns[-2] == "c:1"
+    for flag, value in [("--network", "container:cid"), ("--pid", "container:cid"), ("--user", "10001:101"),
+                        ("-e", "CONTRACT_TCP=127.0.0.1:8080"), ("--volumes-from", "cid:ro")]:
+        assert any(ns[i:i + 2] == [flag, value] for i in range(len(ns))), (flag, value, ns)
+
+
+def test_app_somaxconn_is_checked_first(capsys):
+    for bad in ("abc", "0", "65536", "-1", "1.5"):
+        d = FakeDocker(good_rules())
+        assert ct.main({"APP_SOMAXCONN": bad}, d.lab()) == 2, bad
+        assert f'APP_SOMAXCONN="{bad}": must be a whole number from 1 to 65535' in capsys.readouterr().err
+        assert d.calls == [], "nothing runs with a bad setting"
+    assert ct.somaxconn_setting({}, dotenv=lambda name: " 128 ") == "128"
+    assert ct.somaxconn_setting({"APP_SOMAXCONN": ""}, dotenv=lambda name: "9") == ""
+
+
+def test_app_somaxconn_set_adds_the_overlay_to_the_compose_files_in_use():
+    d = FakeDocker(good_rules())
+    lab = d.lab({"COMPOSE_FILE": "/l/compose.yaml:/l/testbed.yaml"})
+    lab.set_somaxconn("512")
+    ct.run_contract(lab)
+    first = d.envs[d.calls.index(BASE + ["up", "-d", "--no-build", "app"])]
+    assert first["APP_SOMAXCONN"] == "512" and first["COMPOSE_FILE"] == f"/l/compose.yaml:/l/testbed.yaml:{ct.OVERLAY}"
+    # After the envelope (at 16) the project is removed as it was started.
+    assert lab.somaxconn == "512" and lab.env["APP_SOMAXCONN"] == "512"
+
+
+def test_an_engine_that_refuses_the_sysctl_is_said_in_a_row():
+    rules = [("up -d", "Error response from daemon: open /proc/sys/net/core/somaxconn: no such file or directory", 1)]
+    d = FakeDocker(rules + good_rules())
+    lab = d.lab()
+    lab.set_somaxconn("")
+    rows = ct.envelope(lab)
+    assert len(rows) == 1 and rows[0]["status"] == "n/a" and rows[0]["pitfall"] and not rows[0]["required"]
+    assert "refused net.core.somaxconn=16" in rows[0]["why"] and "/proc/sys/net/core/somaxconn" in rows[0]["why"]
+    assert lab.env is None, "back to the app's own setting"
+
+
+def test_a_pitfalls_step_that_cannot_run_is_a_row_not_a_broken_contract():
+    rules = [("contract pitfalls", "", 125)] + good_rules()
+    clauses = ct.run_contract(FakeDocker(rules).lab())
+    row = next(c for c in clauses if c["clause"] == ct.PITFALLS)
+    assert row["status"] == "n/a" and "failed (exit 125)" in row["why"]
+    text, ok = ct.render("x", clauses)
+    assert ok
+
+
+def test_render_pitfalls_apart_with_their_fix():
+    clauses = [ct.clause(ct.SERVES, True, "200 on both"),
+               json.loads(pit("listen backlog of each listener", why="tcp :8080 4096")),
+               json.loads(pit("client address: the same over both listeners", "WARN", fix="trust X-Real-IP")),
+               json.loads(pit("failure envelope", "info"))]
+    text, ok = ct.render("me/app:1", clauses)
+    assert ok
+    assert text.index("Required (") < text.index("Socket pitfalls (") < text.index("Required: 1 of 1 pass.")
+    assert "  WARN     client address: the same over both listeners\n           w\n           fix: trust X-Real-IP" in text
+    assert "Pitfalls: 1 WARN, 1 info, 1 pass." in text
+    assert "Optional: 0 of 0 pass." in text, "pitfalls are not optional clauses"
 
 
 if __name__ == "__main__":

@@ -30,6 +30,9 @@ import (
 // TestMain doubles as one checker step when CONTRACT_TEST_STEP is set, so a
 // test can run a step as another user (see asOther).
 func TestMain(m *testing.M) {
+	if n := os.Getenv("CONTRACT_TEST_WORKER"); n != "" {
+		testWorker(n) // a worker process of pitfalls_test's multi-process app
+	}
 	if step := os.Getenv("CONTRACT_TEST_STEP"); step != "" {
 		if err := run([]string{"contract", step}, os.Getenv, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)

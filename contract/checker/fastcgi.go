@@ -60,9 +60,13 @@ func (t fastcgiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		{"CONTENT_LENGTH", ""},
 		{"SERVER_PROTOCOL", "HTTP/1.1"},
 		{"GATEWAY_INTERFACE", "CGI/1.1"},
-		{"REMOTE_ADDR", "127.0.0.1"},
+		{"REMOTE_ADDR", remoteAddr(req)},
 		{"SERVER_NAME", req.Host},
 		{"HTTP_HOST", req.Host},
+	}
+	// Request headers as nginx passes them (the pitfalls' X-Real-IP, ...).
+	for k, v := range req.Header {
+		params = append(params, [2]string{"HTTP_" + strings.ToUpper(strings.ReplaceAll(k, "-", "_")), strings.Join(v, ", ")})
 	}
 	var msg []byte
 	msg = appendRecord(msg, fcgiBeginRequest, []byte{0, fcgiResponder, 0, 0, 0, 0, 0, 0}) // flags 0: close after
@@ -194,4 +198,13 @@ func unexpected(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// remoteAddr is REMOTE_ADDR as nginx sends it ($remote_addr): the client's
+// address, which the pitfalls step says in X-Real-IP; else the checker's own.
+func remoteAddr(req *http.Request) string {
+	if v := req.Header.Get("X-Real-IP"); v != "" {
+		return v
+	}
+	return "127.0.0.1"
 }

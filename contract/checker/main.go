@@ -11,6 +11,9 @@
 //	contract wait     required: serves again on both (after a SIGKILL)
 //	contract drain    optional: requests in flight when SIGTERM comes are
 //	                  answered, then the listeners close and the socket goes
+//	contract pitfalls the socket pitfalls (pitfalls.go), run in the app's
+//	                  network and PID namespaces as the app's user
+//	contract envelope the failure envelope alone (after a low somaxconn)
 package main
 
 import (
@@ -117,6 +120,12 @@ type Clause struct {
 	Panels   []string `json:"panels,omitempty"` // left empty if this fails
 	Workload string   `json:"workload,omitempty"`
 	Effect   string   `json:"effect,omitempty"` // what a failed optional clause costs the lab
+	// A socket pitfall's row (pitfalls.go): never required; its status
+	// (pass, WARN, info, n/a), the fix where it fails, a burst's figures.
+	Pitfall bool    `json:"pitfall,omitempty"`
+	Status  string  `json:"status,omitempty"`
+	Fix     string  `json:"fix,omitempty"`
+	Levels  []level `json:"levels,omitempty"`
 }
 
 func run(args []string, getenv func(string) string, out io.Writer) error {
@@ -125,7 +134,7 @@ func run(args []string, getenv func(string) string, out io.Writer) error {
 		return err
 	}
 	if len(args) != 2 {
-		return fmt.Errorf("usage: contract check|others|wait|drain")
+		return fmt.Errorf("usage: contract check|others|wait|drain|pitfalls|envelope")
 	}
 	app := newApp(cfg)
 	enc := json.NewEncoder(out)
@@ -139,8 +148,12 @@ func run(args []string, getenv func(string) string, out io.Writer) error {
 		emit(serves(app, cfg, restartName))
 	case "drain":
 		emit(drain(app, cfg, out))
+	case "pitfalls":
+		pitfalls(cfg, app, emit)
+	case "envelope":
+		emit(envelopeClause(cfg, app, true))
 	default:
-		return fmt.Errorf("unknown step %q: want check, others, wait or drain", args[1])
+		return fmt.Errorf("unknown step %q: want check, others, wait, drain, pitfalls or envelope", args[1])
 	}
 	return nil
 }
