@@ -7,7 +7,7 @@ import math
 from scipy import stats as sps
 
 from report import interleaved
-from report.lab import CATALOGUE, TERMS, listener_of, stood_in_for
+from report.lab import CATALOGUE, TERMS, listener_of, nginx_of, stood_in_for
 from report.stats import (ALPHA, diff_stats, fmt_interval, has_interval, holm, judge, lost_to, measurable,
                           no_interval, ratio_stats, significant, stein)
 from report.values import generator, is_max
@@ -266,16 +266,25 @@ def failure_cause(path, statuses):
     return "see the statuses"
 
 
+def failed_paths(t, failed):
+    """[(path, failed share)] of an answer pair's paths past MAX_FAILED_SHARE,
+    the socket's first."""
+    out = []
+    for path in reversed(t["paths"]):
+        f = failed.get(path)
+        if f and f["requests"] and f["failed"] > MAX_FAILED_SHARE * f["requests"]:
+            out.append((path, f["failed"] / f["requests"]))
+    return out
+
+
 def failed_phrase(t, failed):
     """No verdict for an answer pair with a path past MAX_FAILED_SHARE, in
     words: the path, its share and statuses, the likely cause; else None."""
     out = []
-    for path in reversed(t["paths"]):
-        f = failed.get(path)
-        if not f or not f["requests"] or f["failed"] <= MAX_FAILED_SHARE * f["requests"]:
-            continue
+    for path, share in failed_paths(t, failed):
+        f = failed[path]
         st = ", ".join(f"{k}: {n:,}" for k, n in sorted(f["statuses"].items(), key=lambda kv: -kv[1]) if n)
-        out.append(f"`{path}` failed {f['failed'] / f['requests']:.0%} of its requests ({st or 'no status'}): "
+        out.append(f"`{path}` failed {share:.0%} of its requests ({st or 'no status'}): "
                    f"{failure_cause(path, f['statuses'])}")
     if not out:
         return None
@@ -339,85 +348,121 @@ def three_way(d, margin_pct, k):
     return {"verdict": "unsure", "margin": margin, "to_decide": to_decide(d, margin, max(k, family or k))}
 
 
-def answer(w, phases, settings, terms=None, unpooled=None, route=None, failed=None, margin_pct=DEFAULT_MARGIN_PCT):
-    """The answer for one workload, in plain words: what the socket saved
-    against TCP through the same nginx, with and without keepalive, with its
-    interval; the controls beside it. terms: the workload's breakdown, if
-    already computed; unpooled: not_pooled()'s answer; failed: failures()'s,
-    a pair with a path past MAX_FAILED_SHARE getting no verdict."""
+def answer(w, phases, settings, terms=None, unpooled=None, route=None, failed=None, margin_pct=DEFAULT_MARGIN_PCT,
+           parts=None):
+    """The answer for one workload in plain words (report.json's "answer"):
+    answer_parts() (parts, if already computed) as one paragraph."""
     if is_max(settings):
         return max_answer(w, phases, settings, unpooled, terms)
-    terms = terms if terms is not None else breakdown(phases, w)
-    route = route or next((p.get("endpoint") for p in phases if p["workload"] == w), None) or w
-    at = f"at {settings['rate']} req/s" if settings.get("rate") else "at a fixed rate"
-    failed = failed or {}
-
-    def phrase(t):
-        d = terms[t["key"]]["figures"]["client_p50_ms"]
-        a, b = t["paths"]
-        pair = f"`{b}` against `{a}`"
-        if failed_phrase(t, failed):
-            return None  # said first, below
-        if d is None:
-            return (f"was not judged against {t['against']} ({pair}): too few blocks with a median on both paths "
-                    f"(at least {interleaved.MIN_BLOCKS} of {interleaved.MIN_BLOCK_REQUESTS} successful requests "
-                    "each)") if terms[t["key"]].get("blocks_short") else None
-        if d["rounds"] < 2:
-            return (f"differed by {d['mean']:,.0f} µs against {t['against']} ({pair}) in its 1 round: "
-                    "no interval, no verdict (ROUNDS >= 2 gives one)")
-        if not has_interval(d):
-            return (f"differed by {d['mean']:,.0f} µs against {t['against']} ({pair}) in each of its "
-                    f"{no_interval(d)}: no interval, no verdict")
-        ci = fmt_interval(d, "µs", 0)
-        v = three_way(d, margin_pct, len(chosen))
-        if v["verdict"] == "same":
-            lo, hi = v["widened"]
-            widened = f", {lo:,.0f} to {hi:,.0f} widened for the {len(chosen)} comparisons" if len(chosen) > 1 else ""
-            return (f"made no difference larger than ±{margin_pct:g}% ({v['margin']:,.0f} µs) against {t['against']} "
-                    f"({pair}: {ci}{widened}, inside the margin: equivalent)")
-        if v["verdict"] == "unsure":
-            alone = " alone" if lost_to_holm(d) or judged_together(d) else ""
-            more = v["to_decide"]
-            if more is None:
-                decide = f"more than {MOST_TO_DECIDE // 60} minutes of stream would be needed to decide"
-            elif d.get("blocks"):
-                secs = (more - d["rounds"]) * d["block_s"]
-                decide = (f"about {secs:,} more second{'s' if secs > 1 else ''} would likely decide "
-                          f"(INTERLEAVE={more * d['block_s']})")
-            else:
-                extra = more - d["rounds"]
-                decide = f"about {extra} more round{'s' if extra > 1 else ''} would likely decide (ROUNDS={more})"
-            return (f"is not told apart from {t['against']} yet ({pair}: {ci}{alone}, neither excluding 0 nor "
-                    f"inside ±{margin_pct:g}%, {v['margin']:,.0f} µs): not sure yet; {decide}")
-        verb = "saved" if d["mean"] > 0 else "cost"
-        return (f"{verb} {abs(d['mean']):,.0f} µs ({abs(d['relative']):.0%} of {a}'s median) against "
-                f"{t['against']} ({pair}: {ci})")
-
-    chosen = answer_terms(terms)
-    sentences = [f"{x[0].upper()}{x[1:]}." for x in (failed_phrase(t, failed) for t in chosen) if x]
-    for handling in HANDLING:
-        words = pooled_words(unpooled) if handling == "pooled" else HANDLING[handling]
-        parts = [x for x in (phrase(t) for t in chosen if t["answer"] == handling) if x]
-        if parts:
-            sentences.append(f"{words[0].upper()}{words[1:]}, the socket " + "; it ".join(parts) + ".")
-    notes = control_note(terms)
-    if not sentences:
+    parts = parts or answer_parts(w, phases, settings, terms, unpooled, route, failed, margin_pct)
+    if not parts["rows"] or all(r["phrase"] is None for r in parts["rows"]) and not parts["failed"]:
         out = (f"**`{w}`**: this run did not measure the socket and TCP through the same nginx with the same "
                "connection handling (PATHS needs a pair of catalogue.json's answer terms, e.g. tcp-lo and "
                "uds-lo): no answer to give.")
-        return out + "".join(f" {n[0].upper()}{n[1:]}." for n in notes)
-    out = f"**`{w}`** (`{route}`), {at}, client median: " + " ".join(sentences)
+        return out + "".join(f" {n[0].upper()}{n[1:]}." for n in parts["controls"])
+    sentences = [f"{x[0].upper()}{x[1:]}." for x in parts["failed"]]
+    for handling in HANDLING:
+        said = [r["phrase"] for r in parts["rows"] if r["handling"] == handling and r["phrase"]]
+        if said:
+            words = next(r["handling_words"] for r in parts["rows"] if r["handling"] == handling)
+            sentences.append(f"{words[0].upper()}{words[1:]}, the socket " + "; it ".join(said) + ".")
+    out = f"**`{w}`** (`{parts['route']}`), {parts['at']}, client median: " + " ".join(sentences)
+    out += f" {parts['method']}; {parts['judged']}."
+    if parts["controls"]:
+        out += " " + "; ".join(n[0].upper() + n[1:] for n in parts["controls"]) + "."
+    return out + parts["note"]
+
+
+def answer_parts(w, phases, settings, terms=None, unpooled=None, route=None, failed=None, margin_pct=DEFAULT_MARGIN_PCT):
+    """The answer for one workload (rate mode), in parts: one row per
+    comparison of the answer (its verdict, figures and words: the report's
+    answer table; phrase: the same in a sentence), the sentences of the pairs
+    with no verdict because a path failed, the controls' notes, the method.
+    terms: the workload's breakdown, if already computed; unpooled:
+    not_pooled()'s answer; failed: failures()'s, a pair with a path past
+    MAX_FAILED_SHARE getting no verdict."""
+    terms = terms if terms is not None else breakdown(phases, w)
+    route = route or next((p.get("endpoint") for p in phases if p["workload"] == w), None) or w
+    failed = failed or {}
+    chosen = answer_terms(terms)
+    rows = [answer_row(t, terms[t["key"]], len(chosen), margin_pct, unpooled, failed) for t in chosen]
     judged = (f"the {len(chosen)} comparisons are judged together (Holm's correction)" if len(chosen) > 1
               else "one comparison")
-    family = max((terms[t["key"]]["figures"]["client_p50_ms"] or {}).get("fdr_family") or 0 for t in chosen)
+    family = max([(terms[t["key"]]["figures"]["client_p50_ms"] or {}).get("fdr_family") or 0 for t in chosen] or [0])
     if family > len(chosen):
         judged += f", and with every comparison of the report ({family}, Benjamini-Hochberg)"
     method = interleaved.describe({t["key"]: terms[t["key"]] for t in chosen}) or \
         "Each interval is a 95% paired t-interval over rounds"
-    out += f" {method}; {judged}."
-    if notes:
-        out += " " + "; ".join(n[0].upper() + n[1:] for n in notes) + "."
-    return out + slower_pooled_note(terms, chosen, unpooled)
+    return {"workload": w, "route": route, "rows": rows, "margin_pct": margin_pct,
+            "at": f"at {settings['rate']} req/s" if settings.get("rate") else "at a fixed rate",
+            "failed": [x for x in (failed_phrase(t, failed) for t in chosen) if x],
+            "controls": control_note(terms), "method": method, "judged": judged,
+            "note": slower_pooled_note(terms, chosen, unpooled)}
+
+
+def answer_row(t, term, k, margin_pct, unpooled, failed):
+    """One comparison of the answer: its verdict (differs, same, unsure, or
+    none: failed, too few blocks, no interval), its figures, a short verdict in
+    words (the answer table's) and a phrase (the answer's paragraph; None where
+    the pair is said elsewhere or not at all)."""
+    d = term["figures"]["client_p50_ms"]
+    a, b = t["paths"]
+    pair = f"`{b}` against `{a}`"
+    row = {"handling": t["answer"], "against": t["against"], "pair": [b, a], "nginx": [nginx_of(b), nginx_of(a)],
+           "handling_words": pooled_words(unpooled) if t["answer"] == "pooled" else HANDLING[t["answer"]],
+           "verdict": "none", "saved_us": None, "share": None, "lo": None, "hi": None, "phrase": None}
+    if failed_phrase(t, failed):
+        f = failed_paths(t, failed)
+        return {**row, "words": "no verdict: " + ", ".join(f"{p} failed {s:.0%}" for p, s in f), "phrase": None}
+    if d is None:
+        if term.get("blocks_short"):
+            row["phrase"] = (f"was not judged against {t['against']} ({pair}): too few blocks with a median on both "
+                             f"paths (at least {interleaved.MIN_BLOCKS} of {interleaved.MIN_BLOCK_REQUESTS} "
+                             "successful requests each)")
+            row["words"] = "not judged: too few blocks with a median on both paths"
+        return {**row, "words": row.get("words") or "not measured"}
+    row.update({"saved_us": d["mean"], "share": d.get("relative"), "lo": d.get("lo"), "hi": d.get("hi"),
+                "blocks": d.get("blocks"), "rounds": d["rounds"]})
+    if d["rounds"] < 2:
+        return {**row, "words": "no verdict: 1 round, no interval (ROUNDS >= 2 gives one)",
+                "phrase": (f"differed by {d['mean']:,.0f} µs against {t['against']} ({pair}) in its 1 round: "
+                           "no interval, no verdict (ROUNDS >= 2 gives one)")}
+    if not has_interval(d):
+        return {**row, "words": f"no verdict: {no_interval(d)}, no interval",
+                "phrase": (f"differed by {d['mean']:,.0f} µs against {t['against']} ({pair}) in each of its "
+                           f"{no_interval(d)}: no interval, no verdict")}
+    ci = fmt_interval(d, "µs", 0)
+    v = three_way(d, margin_pct, k)
+    row.update(verdict=v["verdict"], margin_us=v["margin"])
+    if v["verdict"] == "same":
+        lo, hi = v["widened"]
+        widened = f", {lo:,.0f} to {hi:,.0f} widened for the {k} comparisons" if k > 1 else ""
+        row["words"] = f"no difference larger than ±{margin_pct:g}% (±{v['margin']:,.0f} µs)"
+        row["phrase"] = (f"made no difference larger than ±{margin_pct:g}% ({v['margin']:,.0f} µs) against "
+                         f"{t['against']} ({pair}: {ci}{widened}, inside the margin: equivalent)")
+        return row
+    if v["verdict"] == "unsure":
+        alone = " alone" if lost_to_holm(d) or judged_together(d) else ""
+        more = v["to_decide"]
+        if more is None:
+            decide = f"more than {MOST_TO_DECIDE // 60} minutes of stream would be needed to decide"
+        elif d.get("blocks"):
+            secs = (more - d["rounds"]) * d["block_s"]
+            decide = (f"about {secs:,} more second{'s' if secs > 1 else ''} would likely decide "
+                      f"(INTERLEAVE={more * d['block_s']})")
+        else:
+            extra = more - d["rounds"]
+            decide = f"about {extra} more round{'s' if extra > 1 else ''} would likely decide (ROUNDS={more})"
+        row["words"] = f"not sure yet: {decide}"
+        row["taken_back"] = bool(alone)
+        row["phrase"] = (f"is not told apart from {t['against']} yet ({pair}: {ci}{alone}, neither excluding 0 nor "
+                         f"inside ±{margin_pct:g}%, {v['margin']:,.0f} µs): not sure yet; {decide}")
+        return row
+    verb = "saved" if d["mean"] > 0 else "cost"
+    row["words"] = f"{'faster' if d['mean'] > 0 else 'slower'} by {abs(d['mean']):,.0f} µs ({abs(d['relative']):.0%})"
+    row["phrase"] = (f"{verb} {abs(d['mean']):,.0f} µs ({abs(d['relative']):.0%} of {a}'s median) against "
+                     f"{t['against']} ({pair}: {ci})")
+    return row
 
 
 # Where the pooled socket measurably cost latency: what the test bed found

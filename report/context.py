@@ -2,8 +2,8 @@
 which puts every part together into what report.json holds."""
 from datetime import datetime, timezone
 
-from report.breakdown import (DEFAULT_MARGIN_PCT, answer, back_to_back, breakdown, failures, figures_for, mark_apart,
-                              not_pooled, pooled_words)
+from report.breakdown import (DEFAULT_MARGIN_PCT, answer, answer_parts, back_to_back, breakdown, failures,
+                              figures_for, mark_apart, not_pooled, pooled_words)
 from report import interleaved
 from report.direct import rejudge, straight_to_the_app
 from report.queries import idle_baseline, phase_figures_with, server_cores, server_queries
@@ -119,7 +119,9 @@ def add_breakdowns(load, phases, workloads, settings):
             workloads[w]["interleaved"] = {"paths": interleaved.summary(mixed), "block_s": mixed["block_s"],
                                            "duration_s": mixed["duration_s"], "name": mixed["name"],
                                            "dropped_iterations": mixed.get("dropped_iterations") or 0,
-                                           "streams": mixed.get("streams")}
+                                           "streams": mixed.get("streams"),
+                                           # Each path's median per block (ms): the stream chart.
+                                           "blocks": interleaved.blocks(mixed)}
             warnings += interleaved_warnings(w, mixed, settings)
     for w, wl in workloads.items():
         wl["breakdown"] = breakdown(phases, w, figures_for(settings), interleaved.mixed_phase(load, w), is_max(settings),
@@ -183,8 +185,10 @@ def build_report(load, compose, query, prometheus_url=None, margin_pct=DEFAULT_M
                 e["verdict"] = verdict(path, e["ratio_to_tcp"][headline(settings)[0]])
         wl["not_pooled"] = not_pooled(phases, w, closer)
         mixed = interleaved.mixed_phase(load, w)
-        wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"],
-                              failures(load, w), margin_pct)
+        wl["answer_parts"] = None if is_max(settings) else answer_parts(
+            w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"], failures(load, w),
+            margin_pct)
+        wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], parts=wl["answer_parts"])
         if wl["not_pooled"]:
             words = pooled_words(wl["not_pooled"]).removeprefix("on the ")
             warnings.append(warning("not_pooled", f"`{w}`: the {words}: their comparisons are of new connections, "

@@ -163,14 +163,23 @@ METHOD = ("paired per block of one interleaved stream, t-interval with an equal-
           "and floor(0.4 n^(2/3)) degrees of freedom")
 
 
+# The quantiles of each path's successful requests over the stream (ms; the
+# generator's own, from its histogram): the report's percentile plot.
+QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p999": 0.999}
+
+
 def summary(phase):
-    """Each path's figures over the interleaved phase: requests, failed share,
-    client p50 and p99 (ms), and its blocks with a median."""
+    """Each path's figures over the interleaved phase: requests and requests/s
+    (over its own stream, where the phase is combine()'s), failed share, client
+    quantiles (ms; p50 and p99 by name, all of QUANTILES under "quantiles_ms"),
+    and its blocks with a median."""
+    length = {p: s["duration_s"] for s in phase.get("streams") or [] for p in s["paths"]}
     out = {}
     for path, v in (phase.get("by_path") or {}).items():
         d = v.get("duration_ms") or {}
-        out[path] = {"requests": v["requests"], "rps": div(v["requests"], phase["duration_s"]),
+        out[path] = {"requests": v["requests"], "rps": div(v["requests"], length.get(path, phase["duration_s"])),
                      "failed_rate": v["failed_rate"], "client_p50_ms": d.get("p50"), "client_p99_ms": d.get("p99"),
+                     "quantiles_ms": {q: d.get(q) for q in QUANTILES},
                      "blocks": sum(1 for b in v["blocks"] if timed(b) >= MIN_BLOCK_REQUESTS)}
     return out
 

@@ -1,9 +1,10 @@
 """report.md (pure rendering)."""
-from report.breakdown import fmt_diff, figures_for
+from report.breakdown import DEFAULT_MARGIN_PCT, MAX_FAILED_SHARE, fmt_diff, figures_for
 from report.direct import lines as direct_lines
-from report.stats import CONFIDENCE, has_interval, no_interval
+from report.interleaved import MIN_BLOCK_REQUESTS, MIN_BLOCKS, dof
+from report.stats import ALPHA, CONFIDENCE, has_interval, lost_to, no_interval
 from report.values import CORE_MODES, METRICS, generator, headline, is_max, number
-from report.warnings import MAX_DROPPED_SHARE, MAX_GENERATOR_CPU_SHARE, MAX_LATE_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, SAME_CEILING
+from report.warnings import estimated, MAX_DROPPED_SHARE, MAX_GENERATOR_CPU_SHARE, MAX_LATE_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, SAME_CEILING
 
 def fmt(v, decimals=2, suffix=""):
     if v is None:
@@ -23,10 +24,16 @@ def fmt_bytes(v):
 
 
 def fmt_ratio(r):
+    """A ratio cell: its interval where it is one to read; a correction that
+    took it back (‡) or a counter's step (below its resolution) give none."""
     if r is None:
         return "n/a"
     if not has_interval(r):
         return f"{r['mean']:.2f}x ({no_interval(r)})"
+    if r.get("below_resolution"):
+        return f"{r['mean']:.2f}x (below the counter's resolution)"
+    if lost_to(r):
+        return f"{r['mean']:.2f}x ‡"
     left = f"; {r['dropped']} round{'s' if r['dropped'] > 1 else ''} left out" if r.get("dropped") else ""
     return f"{r['mean']:.2f}x ({r['lo']:.2f}-{r['hi']:.2f}{left})"
 
@@ -189,10 +196,21 @@ def tcp_pairs_words(paths):
             f"further apart, up to a round, so the machine's swings between them are in its ratio's interval.")
 
 
-def workload_section(w, wl, charts, settings=None, cores=None):
+def estimated_line(estimates):
+    """The figures of the table above read from the samples around their
+    phase's window (warnings.estimated()), or nothing."""
+    if not estimates:
+        return []
+    what = "; ".join(f"{METRICS[f][0]} in {n} of {total} phases" for f, (n, total) in estimates.items())
+    return [f"Estimates: {what} had fewer than two samples inside the phase (cAdvisor and node-exporter sample every "
+            "5-10 s), so they are read from the samples around it.", ""]
+
+
+def workload_section(w, wl, charts, settings=None, cores=None, estimates=None):
     settings = settings or {}
     lines = [f"## Workload `{w}`", ""]
     lines += interleaved_table(wl.get("interleaved"))
+    lines += chart_lines(charts, w, only=("-stream.png", "-percentiles.png"))
     if wl.get("interleaved") and not wl["paths"]:
         lines += ["No rounds of one path at a time (ROUNDS=0): no costs per request (CPU, context switches) and no "
                   "ratios to tcp.", ""]
@@ -218,6 +236,7 @@ def workload_section(w, wl, charts, settings=None, cores=None):
             f"{na_cell(e, 'host_ctx_switches_per_req', 2)} | {errors_cell(e, generator(settings))} |"
         )
     lines.append("")
+    lines += estimated_line(estimates)
     if not wl["paths"]:
         pass
     elif not wl["tcp_measured"]:
@@ -225,8 +244,10 @@ def workload_section(w, wl, charts, settings=None, cores=None):
     else:
         lines += [
             "Ratio to tcp, computed per round (path's round r / tcp's round r), then their geometric mean and "
-            f"({CONFIDENCE:.0%} interval, a t-interval on the log ratios over rounds). Below 1: less than tcp. "
-            + tcp_pairs_words(wl.get("back_to_back_with_tcp")),
+            f"({CONFIDENCE:.0%} interval, a t-interval on the log ratios over rounds). Below 1: less than tcp; an "
+            "interval that includes 1 is no measurable difference. ‡: its own interval excludes 1, but not once "
+            "judged with the report's other comparisons (Benjamini-Hochberg): no measurable difference, so no "
+            "interval is given. " + tcp_pairs_words(wl.get("back_to_back_with_tcp")),
             "",
             "| path | req/s ratio | p50 ratio (95% CI) | p99 ratio | app CPU ratio | app ctx switches ratio | "
             f"nginx CPU ratio | host ctx switches ratio | verdict ({METRICS[headline(settings)[0]][0]}) |",
@@ -245,10 +266,20 @@ def workload_section(w, wl, charts, settings=None, cores=None):
     lines += breakdown_table(wl.get("breakdown") or {}, settings)
     lines += modes_table(wl, cores)
     lines += conntrack_line(wl)
-    for c in charts:
-        if c["workload"] == w:
-            lines += [f"![{c['title']}]({c['file']})", ""]
+    lines += chart_lines(charts, w, exclude=FIRST_CHARTS)
     return lines
+
+
+# The charts shown with the answer and with the stream, not at the end of
+# their workload's section.
+FIRST_CHARTS = ("-answer.png", "-stream.png", "-percentiles.png")
+
+
+def chart_lines(charts, w, only=None, exclude=()):
+    """The image lines of a workload's charts: those whose file ends with one
+    of only (all by default), less those ending with one of exclude."""
+    return [x for c in charts if c["workload"] == w and (only is None or c["file"].endswith(only))
+            and not c["file"].endswith(tuple(exclude)) for x in (f"![{c['title']}]({c['file']})", "")]
 
 
 def apart_line(terms, figures):
@@ -331,10 +362,87 @@ def phases_named(names, total, most=6):
     return f" Phases: {', '.join(names[:3])} and {len(names) - 3} more (report.json lists them)."
 
 
+def us(v):
+    """µs, signed, without a needless decimal."""
+    return f"{v:,.0f}" if abs(v) >= 10 else f"{v:,.1f}"
+
+
+def answer_table(parts):
+    """The answer of one workload (breakdown.answer_parts): the pairs with no
+    verdict because a path failed first, then one row per comparison, the
+    controls only where one failed, and the method in a line."""
+    head = f"**`{parts['workload']}`** (`{parts['route']}`), {parts['at']}, client median latency:"
+    lines = [head, ""]
+    lines += [f"- {x[0].upper()}{x[1:]}." for x in parts["failed"]] + ([""] if parts["failed"] else [])
+    lines += ["| connections | the socket against | through | socket saved | 95% CI | verdict |",
+              "| --- | --- | --- | ---: | --- | --- |"]
+    for r in parts["rows"]:
+        b, a = r["pair"]
+        through = r["nginx"][0] if r["nginx"][0] == r["nginx"][1] else f"{r['nginx'][0]} / {r['nginx'][1]}"
+        handling = "pooled (keepalive)" if r["handling"] == "pooled" else "new per request"
+        if r["handling"] == "pooled" and not r["handling_words"].startswith("with pooled"):
+            handling = "keepalive paths, not pooled here"
+        # A point estimate only where it is a finding; the interval says the rest.
+        saved = (f"{us(r['saved_us'])} µs ({r['share']:.0%})" if r["verdict"] == "differs" and r["share"] is not None
+                 else "—")
+        ci = f"{us(r['lo'])} to {us(r['hi'])} µs" if r["lo"] is not None else "—"
+        if r.get("taken_back"):
+            ci += " ‡"
+        words = f"**{r['words']}**" if r["verdict"] in ("differs", "same") else r["words"]
+        lines.append(f"| {handling} | {r['against']} (`{b}` vs `{a}`) | {through} | {saved} | {ci} | {words} |")
+    lines.append("")
+    failed_controls = [n.replace("**the control failed**", "**The control failed**") for n in parts["controls"]
+                       if "control failed" in n]
+    lines += [f"{n}." for n in failed_controls] + ([""] if failed_controls else [])
+    if any(r.get("taken_back") for r in parts["rows"]):
+        lines += ["‡ Its own interval excludes 0, but not once judged with the other comparisons: not sure yet.", ""]
+    if parts["note"]:
+        lines += [parts["note"].strip(), ""]
+    lines += [f"Method: {parts['method'][0].lower()}{parts['method'][1:]}; {parts['judged']}; \"no difference\" "
+              f"means that interval, widened for the comparisons judged together, lies within ±"
+              f"{parts['margin_pct']:g}% of TCP's median (MARGIN). [How to read this](#how-to-read-this).", ""]
+    return lines
+
+
+def how_to_read_intervals(rep):
+    """How the answer and the other figures are judged, from the constants
+    and the method the code uses."""
+    m = rep.get("margin_pct", DEFAULT_MARGIN_PCT)
+    return [
+        "- **The answer** comes from the interleaved stream, where it ran (`INTERLEAVE`, on by default): each "
+        "pair's client medians are paired block by block (1 s; a block's median needs "
+        f"{MIN_BLOCK_REQUESTS} successful requests on each path, an interval {MIN_BLOCKS} blocks), and the mean "
+        f"difference gets a {CONFIDENCE:.0%} t-interval whose standard error is the equal-weighted cosine "
+        f"estimator's, on floor(0.4 n^(2/3)) degrees of freedom ({dof(60)} at 60 blocks), which allows for "
+        "neighbouring seconds that move together (docs/statistics.md has its calibration). The pooled paths and "
+        "the new-connection paths run in a stream each: a pooled comparison never shares its stream with "
+        "requests that open a connection. Only successful requests are timed, and a pair with a path that failed "
+        f"more than {MAX_FAILED_SHARE:.0%} of its requests gets no verdict, only the path, its statuses and the "
+        "likely cause. With `INTERLEAVE=0` the answer comes from the rounds (below).",
+        f"- **Three verdicts**: *faster* or *slower by* so much when the interval excludes 0 once the answer's "
+        "comparisons are judged together (Holm's correction: the chance that any of them is called different "
+        f"when none is stays at {ALPHA:.0%}); *no difference larger than ±{m:g}%* when the interval, widened for "
+        f"the comparisons judged together (Bonferroni), lies inside ±{m:g}% of TCP's median (equivalence; "
+        "`MARGIN`); *not sure yet* otherwise, with about how many more seconds (or rounds) an interval of the "
+        "same spread would need to decide.",
+        f"- **Costs and ratios** come from the rounds of one path at a time (each compared pair back to back, "
+        "the order changing every round): a paired t-interval over rounds, a ratio's on the log ratios. A "
+        "difference or ratio is measurable when its interval excludes no difference (0, or 1 for a ratio) and "
+        "the difference is larger than one step of the counter it was read from. Every comparison of the report, "
+        "the answer's too, is also judged with all the others by Benjamini-Hochberg's correction (false "
+        f"discovery rate {ALPHA:.0%}): a cell whose own interval excludes no difference but that the correction "
+        "takes back says so (‡ in the ratio table) and gives no interval. With 1 round, or rounds all equal, "
+        "there is no interval and no verdict.",
+    ]
+
+
 def render_markdown(rep):
     lines = [f"# uds-lab report: run `{rep['testid']}`", "", "## The answer", ""]
     for wl in rep["workloads"].values():
-        lines += [wl.get("answer") or "", ""]
+        parts = wl.get("answer_parts")
+        usable = parts and any(r["phrase"] or r["verdict"] != "none" for r in parts["rows"]) or parts and parts["failed"]
+        lines += answer_table(parts) if usable else [wl.get("answer") or "", ""]
+        lines += chart_lines(rep["charts"], parts["workload"] if parts else None, only=("-answer.png",))
     if precision_line(rep.get("precision")):
         lines += [precision_line(rep["precision"]), ""]
     lines += [
@@ -350,7 +458,8 @@ def render_markdown(rep):
     ]
     lines += machine_block(rep) + [""]
     for w, wl in rep["workloads"].items():
-        lines += workload_section(w, wl, rep["charts"], rep["settings"], rep.get("server_cores"))
+        lines += workload_section(w, wl, rep["charts"], rep["settings"], rep.get("server_cores"),
+                                  estimated(rep["phases"], w) if wl["paths"] else None)
     if rep.get("direct"):
         lines += ["## Straight to the app", "", "The client (oha) straight to the app, no nginx, in the same rounds "
                   "as the paths through nginx-lo; the ratios are of requests/s flat out, each with its 95% interval.",
@@ -372,22 +481,17 @@ def render_markdown(rep):
         "- nginx logs its upstream times with 1 ms resolution: a sub-millisecond connect reads 0, so the connect "
         "mean only moves when connecting takes milliseconds (under load or queueing). Client and app latencies have "
         "sub-millisecond resolution.",
-        f"- Every difference and ratio comes with its {CONFIDENCE:.0%} interval, from the paired per-round values "
-        "(a path's round r against the other's round r; the order of the paths changes every round, "
-        "counterbalanced). It is measurable when the interval excludes no difference (0, or 1 for a ratio) and "
-        "the difference is larger than the resolution of its counter. Two kinds of claim: the answer's comparisons "
-        "are judged together with Holm's correction (the chance that any of them is called different when none is "
-        "stays at 5%); every comparison of the report, the answer's included, is also judged together with the "
-        "others by Benjamini-Hochberg's correction (false discovery rate 5%: with no difference anywhere, a report "
-        "states one in at most 5% of runs). A cell whose own interval excludes no difference but that the "
-        "correction takes back says so, and gives no number. With 1 round, or rounds all equal, there is no "
-        "interval and no verdict.",
-        f"- Warnings and their thresholds: **saturated** when the generator dropped more than {MAX_DROPPED_SHARE:.0%} "
-        f"of a phase's requests, sent more than {MAX_LATE_SHARE:.0%} over 1 ms behind their due time (openloop), "
-        f"held less than {MIN_RATE_SHARE:.0%} of RATE, or used {MAX_GENERATOR_CPU_SHARE:.0%} or more "
-        f"of its CPU limit (fewer drops are shown in the tables, not warned about); **short_phase** under "
+        *how_to_read_intervals(rep),
+        f"- Warnings are only what needs your action or changes what a figure means: **saturated** when the "
+        f"generator dropped more than {MAX_DROPPED_SHARE:.0%} of a phase's requests, sent more than "
+        f"{MAX_LATE_SHARE:.0%} over 1 ms behind their due time (openloop), held less than {MIN_RATE_SHARE:.0%} of "
+        f"RATE, or used {MAX_GENERATOR_CPU_SHARE:.0%} or more of its CPU limit (fewer drops are shown in the tables); "
+        "**errors** on any failed request or nginx 5xx; **short_phase** under "
         f"{MIN_PHASE_S} s (five scrapes of the app); **same_ceiling** (max mode) when every path is within "
-        f"{SAME_CEILING - 1:.0%} of the others; **spread** when a headline ratio's interval includes 1; **errors** on any failed request or nginx 5xx.",
+        f"{SAME_CEILING - 1:.0%} of the others; **not_pooled** when the keepalive paths did not reuse connections; "
+        "**missing_figures** when a collector is missing; **conntrack_full** when the app's connection-tracking "
+        "table fills. An interval that includes no difference is shown in its table, and a figure read from the "
+        "samples around its phase is marked under its table; neither is a warning.",
         "- Whose figures: the client's (latency, requests, errors) are the load generator's own, tagged per "
         "request with its path; nginx's come from its access log and stub_status; the host's and the containers' "
         "from node-exporter and cAdvisor. The **app**'s (its requests, latency, CPU and context switches, listen "
@@ -417,7 +521,7 @@ def render_markdown(rep):
         "- nginx CPU per request needs cAdvisor, the host's context switches node-exporter (the app's come from the app); `make up` leaves them out where "
         "they cannot run (`make doctor` says why). A figure that is n/a in every round says why in its cell; the "
         "warnings list the rest. Where a collector samples less often than a phase is long (cAdvisor: every 5-10 s), "
-        "the figure is read from the samples around the phase's window, an estimate the warnings name.",
+        "the figure is read from the samples around the phase's window, an estimate marked under its table.",
         "",
     ]
     return "\n".join(lines)

@@ -145,7 +145,7 @@ def judge(ratio):
         return "none"
     if not has_interval(ratio):
         return "single"
-    return "clear" if significant(ratio) else "straddles"
+    return "clear" if significant(ratio) and not ratio.get("below_resolution") else "straddles"
 
 
 def holm(items):
@@ -217,6 +217,8 @@ def verdict(path, ratio):
         return "n/a"
     if status == "single":
         return f"{path} {ratio['mean']:.2f}x {BASELINE} ({no_interval(ratio)}: no interval, no verdict)"
+    if status == "straddles" and ratio.get("below_resolution"):
+        return f"no measurable difference from {BASELINE} (below the counter's resolution)"
     if status == "straddles" and lost_to(ratio) == "fdr":
         return (f"no measurable difference from {BASELINE} once the report's {ratio['fdr_family']} comparisons are "
                 f"judged together ({fmt_interval(ratio, times=True)} alone)")
@@ -258,11 +260,24 @@ def aggregate(phases, settings):
             }
             if base is not None and path != BASELINE:
                 base_metric = {k: {p["round"]: p["figures"].get(k) for p in base} for k in METRICS}
-                entry["ratio_to_tcp"] = {k: ratio_stats(per_metric[k], base_metric[k]) for k in METRICS}
+                entry["ratio_to_tcp"] = {k: below_resolution(ratio_stats(per_metric[k], base_metric[k]), entry["mean"][k],
+                                                             mean(base_metric[k].values()), rounds + base, k)
+                                         for k in METRICS}
                 entry["verdict"] = verdict(path, entry["ratio_to_tcp"][headline(settings)[0]])
             paths[path] = entry
         workloads[w] = {"tcp_measured": base is not None, "paths": paths}
     return workloads
+
+
+def below_resolution(ratio, a, b, phases, key):
+    """ratio, marked "below_resolution" (the counter's step) where the two
+    means it compares differ by no more than the coarsest resolution of the
+    counter over these phases: one tick is quantisation, not a ratio to read."""
+    res = [p.get("resolution", {}).get(key) for p in phases]
+    res = max((r for r in res if r is not None), default=None)
+    if ratio is not None and res is not None and a is not None and b is not None and abs(a - b) <= res:
+        ratio["below_resolution"] = res
+    return ratio
 
 
 def common_reason(phases, key):

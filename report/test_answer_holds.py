@@ -93,7 +93,11 @@ def test_a_stream_alone_is_reported():
     k6 = run(rounds=0)
     rep = build(k6)
     assert rep["phases"] == [] and len(SAVED.findall(rep["workloads"]["ping"]["answer"])) == 2
-    assert len(SAVED.findall(markdown.render_markdown(rep))) >= 2
+    # The report opens with the answer as a table: a row per pair, each faster.
+    md = markdown.render_markdown(rep)
+    rows = [line for line in md[md.index("## The answer"):md.index("## Machine")].splitlines()
+            if re.match(r"\| (new per request|pooled)", line)]
+    assert len(rows) == 2 and all(re.search(r"\*\*faster by (5[5-9]|6[0-5]) µs \(1[23]%\)\*\*", r) for r in rows), rows
 
 
 def test_make_report_reads_a_stream_alone(tmp_path):
@@ -204,6 +208,9 @@ def test_each_answer_pair_is_judged_in_its_own_stream_and_a_term_across_them_say
     assert terms["tcp_lo_connect"]["figures"]["client_p50_ms"]["across_streams"] is True
     assert [s["paths"] for s in wl["interleaved"]["streams"]] == [["tcp-lo-ka", "uds-lo-ka"], ["tcp-lo", "uds-lo"]]
     assert wl["interleaved"]["duration_s"] == 60 and set(wl["interleaved"]["paths"]) == set(PAIR)
+    # Each path's requests/s over its own stream (30 s), not over both (the table read half the rate).
+    for path, e in wl["interleaved"]["paths"].items():
+        assert e["rps"] == pytest.approx(e["requests"] / 30), path
     md = markdown.render_markdown(rep)
     assert ("in one arrival stream per connection handling (a pooled comparison never shares its stream with requests "
             "that each open a connection): the pooled paths (tcp-lo-ka, uds-lo-ka) for 30 s; then the new paths "
@@ -245,3 +252,24 @@ def test_a_difference_taken_back_by_the_reports_correction_projects_over_its_fam
     v = breakdown.three_way(d, 2, 4)
     assert v["verdict"] == "unsure" and v["to_decide"] > 21
     assert breakdown.to_decide(d, v["margin"], 4) == 21  # the answer's 4 alone
+
+
+def test_a_stream_run_charts_the_answer_the_stream_and_its_percentiles(tmp_path):
+    """The charts of the answer: its comparisons with their intervals (under
+    the answer table), each path's median second by second and its latency
+    distribution (beside the stream's table); per round only the costs."""
+    from report import charts
+    rep = build(two_streams())
+    rep["charts"] = charts.write_charts(rep, tmp_path)
+    files = [c["file"] for c in rep["charts"]]
+    assert files[:3] == ["ping-answer.png", "ping-stream.png", "ping-percentiles.png"]
+    assert "ping-latency.png" not in files
+    for f in files:
+        assert (tmp_path / f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    wl = rep["workloads"]["ping"]
+    assert set(wl["interleaved"]["blocks"]) == set(PAIR) and len(wl["interleaved"]["blocks"]["uds-lo"]) == 30
+    assert all(set(e["quantiles_ms"]) == {"p50", "p90", "p95", "p99", "p999"} for e in wl["interleaved"]["paths"].values())
+    md = markdown.render_markdown(rep)
+    answer, rest = md[:md.index("## Machine")], md[md.index("## Machine"):]
+    assert "(ping-answer.png)" in answer and "(ping-stream.png)" in rest and "(ping-percentiles.png)" in rest
+    assert md.index("(ping-stream.png)") < md.index("## Warnings")

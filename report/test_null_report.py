@@ -35,6 +35,7 @@ ROUNDS = 4
 # words and numbers, a ratio's verdict, a failed control, a bold number.
 FINDINGS = [
     re.compile(r"\b(saved|cost) [\d,.]+ µs"),
+    re.compile(r"\b(faster|slower) by [\d,.]+ µs"),
     re.compile(r"\bcarried [\d.]+x"),
     re.compile(r"control failed"),
     re.compile(r"\| [\w-]+ [\d.]+x tcp \(95% CI"),
@@ -48,7 +49,7 @@ def findings(md, bold=True):
     """The claims worded as findings; bold: a bold number too (a sweep's
     answer labels each step with its rate in bold: not a claim)."""
     return [m.group(0) for f in FINDINGS for m in f.finditer(md)] + \
-        ([b for b in BOLD.findall(md) if re.search(r"\d", b)] if bold else [])
+        ([b for b in BOLD.findall(md) if re.search(r"\d", b) and not b.startswith("no difference")] if bold else [])
 
 
 def aa_halves():

@@ -336,8 +336,27 @@ def test_rate_threshold(requests, saturated):
 def test_thresholds_are_stated():
     md = markdown.render_markdown(build(make_k6()))
     for text in ("more than 1% of a phase's requests", "more than 5% over 1 ms behind", "less than 95% of RATE", "90% or more of its CPU limit",
-                 "under 5 s", "within 5% of the others", "interval includes 1"):
+                 "under 5 s", "within 5% of the others", "An interval that includes no difference is shown in its table"):
         assert text in md
+
+
+def test_how_to_read_this_is_the_codes_method_and_constants(monkeypatch):
+    """"How to read this" said the answer came from the rounds ("Every
+    difference and ratio comes with its 95% interval, from the paired
+    per-round values") after the stream had replaced them: it is made from
+    the constants and the method the code uses, and follows them."""
+    from report import interleaved
+    rep = build(make_k6())
+    how = markdown.render_markdown(rep).split("## How to read this")[1]
+    assert "from the paired per-round values" not in how
+    assert interleaved.METHOD.split(",")[1].strip().startswith("t-interval with an equal-weighted cosine")
+    assert "equal-weighted cosine estimator's, on floor(0.4 n^(2/3)) degrees of freedom (6 at 60 blocks)" in how
+    assert "a block's median needs 5 successful requests on each path, an interval 10 blocks" in how
+    assert "failed more than 1% of its requests gets no verdict" in how and "no difference larger than ±2%" in how
+    monkeypatch.setattr(markdown, "MIN_BLOCK_REQUESTS", 7)
+    monkeypatch.setattr(markdown, "MAX_FAILED_SHARE", 0.03)
+    how = markdown.render_markdown({**rep, "margin_pct": 5}).split("## How to read this")[1]
+    assert "needs 7 successful requests" in how and "more than 3% of its requests" in how and "±5%" in how
 
 
 def test_the_report_says_the_apps_figures_are_the_apps_own():
@@ -380,30 +399,28 @@ def test_a_wrk_runs_errors_are_named_wrks():
     assert "wrk failed 2.00%" in err["message"]
 
 
-def test_spread_straddling_one():
+def test_ratios_whose_interval_includes_one_are_said_in_their_table_not_warned_about():
     p50 = {"tcp": [1.0, 1.0, 1.0], "uds": [0.9, 1.05, 0.95]}
     k6 = make_k6(paths=("tcp", "uds"), client=lambda p, r: {"duration_ms": {"p50": p50[p][r - 1]}} if r else {})
     rep = build(k6)
     e = rep["workloads"]["ping"]["paths"]["uds"]
     assert e["verdict"] == "no measurable difference from tcp (95% CI 0.79-1.17x, 3 rounds)"
-    spread = [w for w in rep["warnings"] if w["kind"] == "spread"]
-    assert len(spread) == 1 and spread[0]["path"] == "uds"
-    assert "client p50: no measurable difference from tcp" in spread[0]["message"]
-    # Identical every round: no spread, so no interval and no verdict (not a ratio of exactly 1.0 called known).
-    assert "client p99: 3 rounds, all equal: no interval" in spread[0]["message"]
+    assert "spread" not in kinds(rep)
+    md = markdown.render_markdown(rep)
+    # Its interval in the table; identical rounds (client p99): no spread, so no interval and no verdict.
+    assert "| uds | 1.00x (1 round" not in md and "0.96x (0.79-1.17)" in md and "1.00x (3 rounds, all equal)" in md
 
 
 def test_single_round():
     rep = build(make_k6(paths=("tcp", "uds"), rounds=1, client=lambda p, r: {"duration_ms": {"p50": 0.5}} if p == "uds" else {}))
-    assert "single_round" in kinds(rep)
-    assert "spread" not in kinds(rep)
+    assert "single_round" not in kinds(rep) and "spread" not in kinds(rep)
     assert rep["workloads"]["ping"]["paths"]["uds"]["verdict"] == "uds 0.50x tcp (1 round: no interval, no verdict)"
     assert "0.50x (1 round)" in markdown.render_markdown(rep)
 
 
 def test_tcp_missing():
     rep = build(make_k6(paths=("uds", "uds-ka")))
-    assert kinds(rep).count("tcp_missing") == 1
+    assert "tcp_missing" not in kinds(rep)  # said under the table, no action to take
     wl = rep["workloads"]["ping"]
     assert wl["tcp_measured"] is False
     assert all(e["ratio_to_tcp"] is None for e in wl["paths"].values())
@@ -765,7 +782,13 @@ def test_answer_compares_paths_through_the_same_nginx():
     assert "the 4 comparisons are judged together (Holm's correction)" in text
     assert "Control held" in text and "control failed" not in text
     md = markdown.render_markdown(rep)
-    assert md.index("## The answer") < md.index("## Machine") and text in md
+    answer = md[md.index("## The answer"):md.index("## Machine")]
+    assert ("| new per request | TCP over loopback (`uds-lo` vs `tcp-lo`) | nginx-lo | 260 µs (32%) | 235 to 285 µs | "
+            "**faster by 260 µs (32%)** |") in answer
+    assert ("| pooled (keepalive) | TCP over loopback (`uds-lo-ka` vs `tcp-lo-ka`) | nginx-lo | — | -43 to 43 µs | "
+            "not sure yet: about 23 more rounds would likely decide (ROUNDS=26) |") in answer
+    # A control that held is not repeated; the method in one line, with its link.
+    assert "Control held" not in answer and "[How to read this](#how-to-read-this)" in answer
 
 
 def test_a_failed_control_is_said_next_to_the_answer():
@@ -899,11 +922,11 @@ def test_sparse_counter_is_read_from_the_samples_around_the_window():
         assert ph["figures"]["nginx_cpu_us_per_req"] == pytest.approx(80), ph["name"]
         assert ph["estimated"] == ["nginx_cpu_us_per_req", "generator_cpu_cores"]
         assert "nginx_cpu_us_per_req" not in ph["missing"]
-    sparse = [w for w in rep["warnings"] if w["kind"] == "sparse_samples"]
-    assert len(sparse) == 1 and "samples around" in sparse[0]["message"] and len(sparse[0]["phases"]) == 4
-    assert "missing_figures" not in kinds(rep)
+    # An estimate is marked under its table, not warned about.
+    assert "sparse_samples" not in kinds(rep) and "missing_figures" not in kinds(rep)
     md = markdown.render_markdown(rep)
     assert "| tcp |" in md and "| 80.0 |" in md
+    assert "Estimates: nginx CPU/req in 4 of 4 phases" in md
 
 
 def test_sparse_increase_handles_resets_several_series_and_gaps():
@@ -1310,7 +1333,9 @@ def test_the_stack_that_ran_is_make_ups_label_and_its_facts_its_stack_env(tmp_pa
                          "lacks": ["cpu", "sleep"], "pools": False, "pools_with": {"MY_MODE": "keep"},
                          "image": "me/stack:1"}
     assert s["go"]["pools"] and list(s) == ["go", "mine"]
-    assert set(lab.STACKS) == {"go", "php-fpm", "gunicorn", "node"}  # the repository's own folders
+    # The repository's own folders, each a stack.
+    assert set(lab.STACKS) == {"go"} | {f.parent.name for f in (lab.ROOT / "stacks").glob("*/stack.env")} >= {
+        "go", "php-fpm", "gunicorn", "node"}
     assert not lab.pools("gunicorn") and lab.pools("gunicorn", {"GUNICORN_WORKER_CLASS": "gthread"}.get)
 
 

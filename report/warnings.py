@@ -1,8 +1,6 @@
 """The report's warnings (pure), each threshold stated in its "How to read this"."""
-from report.lab import BASELINE
 from report.queries import NO_NGINX, UNPINNED
-from report.stats import fmt_interval, judge, lost_to, no_interval
-from report.values import METRICS, generator, headline, is_max
+from report.values import METRICS, generator, is_max
 
 # Warning thresholds (each stated in the report's "How to read this").
 MIN_RATE_SHARE = 0.95  # achieved requests/s below this share of RATE: the generator did not hold the rate
@@ -25,21 +23,12 @@ SAME_CEILING = 1.05  # max mode: every path within 5% of the others: one ceiling
 
 
 def figure_warnings(phases):
-    """Figures read from samples around the window, and figures missing for a
-    reason the user can act on (a collector left out, labelling nothing, or
-    sampling too seldom); nothing counted in a window (no requests, no new
-    upstream connection on a pooled path) is not a warning."""
+    """Figures missing for a reason the user can act on (a collector left
+    out, labelling nothing, or sampling too seldom) and a connection-tracking
+    table near full; nothing counted in a window (no requests, no new upstream
+    connection on a pooled path) is not a warning, nor a figure read from the
+    samples around its window (the tables mark it: estimated())."""
     out = []
-    estimated = {}
-    for p in phases:
-        for f in p.get("estimated") or []:
-            estimated.setdefault(f, []).append(p["name"])
-    if estimated:
-        names = [p["name"] for p in phases if p.get("estimated")]
-        what = "; ".join(f"{METRICS[f][0]} in {len(v)} of {len(phases)} phases" for f, v in estimated.items())
-        out.append(warning("sparse_samples", f"{what}: fewer than two samples inside the phase's window (a collector "
-                           "sampling less often than the phase is long), so read from the samples around it: an estimate",
-                           names))
     groups = {}
     for p in phases:
         for f, why in (p.get("missing") or {}).items():
@@ -118,43 +107,32 @@ def phase_warnings(phases, rate, generator_cpus, gen="openloop"):
     return out
 
 
+def estimated(phases, workload):
+    """{figure: (phases estimated, phases)} of a workload's figures read from
+    the samples around their window (a collector sampling less often than the
+    phase is long): an estimate, which its table says under it."""
+    mine = [p for p in phases if p["workload"] == workload]
+    out = {}
+    for p in mine:
+        for f in p.get("estimated") or []:
+            out[f] = out.get(f, 0) + 1
+    return {f: (n, len(mine)) for f, n in out.items()}
+
+
 def ratio_warnings(workloads, settings):
-    """tcp missing, a single round, and headline ratios whose interval includes 1."""
+    """Max mode: every path at the same ceiling, likely the generator's. The
+    ratios' own limits (tcp not measured, one round, an interval that includes
+    1 or that a correction took back) are said in their table, not here."""
     out = []
-    single = (settings.get("rounds") or 0) == 1
     gen = generator(settings)
+    if not is_max(settings):
+        return out
     for w, wl in workloads.items():
-        all_phases = [n for e in wl["paths"].values() for n in e["phases"]]
-        if not wl["tcp_measured"]:
-            out.append(warning("tcp_missing", "tcp was not in PATHS: ratios to tcp cannot be computed", all_phases, w))
-            continue
-        if single:
-            out.append(warning("single_round", "1 round per path: no interval, so no verdict (ROUNDS >= 2)", all_phases, w))
-            continue
-        tcp_phases = wl["paths"][BASELINE]["phases"]
         rps = [e["mean"]["rps"] for e in wl["paths"].values() if e["mean"]["rps"]]
-        if is_max(settings) and len(rps) > 1 and max(rps) / min(rps) < SAME_CEILING:
+        if len(rps) > 1 and max(rps) / min(rps) < SAME_CEILING:
             out.append(warning(
                 "same_ceiling",
                 f"every path reached the same ceiling ({min(rps):.0f}-{max(rps):.0f} req/s): that is likely {gen}'s "
                 f"limit, not the paths'; give {gen} more CPU" + ("" if gen == "wrk" else " or use wrk (GENERATOR=wrk)"),
-                all_phases, w))
-        for path, e in wl["paths"].items():
-            if e["ratio_to_tcp"] is None:
-                continue
-            bad = []
-            for k in headline(settings):
-                r = e["ratio_to_tcp"][k]
-                status = judge(r)
-                label = METRICS[k][0]
-                if status == "straddles" and lost_to(r) == "fdr":
-                    bad.append(f"{label}: no measurable difference from {BASELINE} once the report's comparisons are "
-                               f"judged together ({fmt_interval(r, times=True)} alone)")
-                elif status == "straddles":
-                    bad.append(f"{label}: no measurable difference from {BASELINE} ({fmt_interval(r, times=True)} "
-                               "includes 1)")
-                elif status == "single":
-                    bad.append(f"{label}: {no_interval(r)}: no interval")
-            if bad:
-                out.append(warning("spread", "; ".join(bad), e["phases"] + tcp_phases, w, path))
+                [n for e in wl["paths"].values() for n in e["phases"]], w))
     return out
