@@ -734,12 +734,19 @@ func checkReport(t *testing.T, testid string) {
 			t.Errorf("results/%s/%s: %v", testid, f, err)
 		}
 	}
-	pngs, _ := filepath.Glob(dir + "/*.png")
-	if len(pngs) == 0 {
-		t.Errorf("results/%s: no charts", testid)
+	// The answer's chart, the stream's and its percentiles', the costs' and the breakdown's.
+	for _, f := range []string{"ping-answer.png", "ping-stream.png", "ping-percentiles.png", "ping-cost.png", "ping-breakdown.png"} {
+		if _, err := os.Stat(dir + "/" + f); err != nil {
+			t.Errorf("results/%s: no chart %s: %v", testid, f, err)
+		}
 	}
 	md, _ := os.ReadFile(dir + "/report.md")
 	t.Logf("report.md:\n%s", md)
+	// It opens with the answer as a table, a row per comparison.
+	if answer, _, ok := strings.Cut(string(md), "## Machine"); !ok || !strings.Contains(answer, "| connections | the socket against | through | socket saved | 95% CI | verdict |") ||
+		strings.Count(answer, "| new per request |")+strings.Count(answer, "| pooled (keepalive) |") != 4 {
+		t.Errorf("report.md does not open with the answer's table of 4 comparisons")
+	}
 
 	r := readReport(t, testid)
 	if len(r.Phases) != 2*len(paths) {
