@@ -255,9 +255,19 @@ func measureShare(cfg Config, l listener, ls []diagSocket) (share, error) {
 		}
 	}()
 	for range spreadConns {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		conn, err := l.dial(ctx)
-		cancel()
+		// A full queue (a small backlog) refuses a connect: a moment later
+		// the app has accepted. This row is about who accepts, not when.
+		var conn net.Conn
+		var err error
+		for try := 0; try < 50; try++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			conn, err = l.dial(ctx)
+			cancel()
+			if err == nil || !refused(err) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		if err != nil {
 			return s, fmt.Errorf("%s: opening connection %d of %d: %v", l.name, len(conns)+1, spreadConns, err)
 		}

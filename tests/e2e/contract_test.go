@@ -22,6 +22,11 @@ const minimalImage = "uds-lab-e2e/minimal-app:local"
 // label=uds-lab.stage=minimal-app-build` removes it).
 const minimalStage = "uds-lab.stage=minimal-app-build"
 
+// An app that keeps the contract and falls into every socket pitfall on
+// purpose (contract/pitfall-app): a backlog of 1, the proxy header dropped
+// over the socket, one worker of three taking every connection.
+const pitfallImage = "uds-lab-e2e/pitfall-app:local"
+
 type contractResult struct {
 	Image   string `json:"image"`
 	OK      bool   `json:"ok"`
@@ -32,7 +37,55 @@ type contractResult struct {
 		Why      string   `json:"why"`
 		Panels   []string `json:"panels"`
 		Workload string   `json:"workload"`
+		Pitfall  bool     `json:"pitfall"`
+		Status   string   `json:"status"`
+		Fix      string   `json:"fix"`
+		Levels   []struct {
+			Listener    string  `json:"listener"`
+			Concurrency int     `json:"concurrency"`
+			Sent        int     `json:"sent"`
+			OK          int     `json:"ok"`
+			Refused     int     `json:"refused"`
+			P99Ms       float64 `json:"p99_ms"`
+		} `json:"levels"`
 	} `json:"clauses"`
+}
+
+// The socket pitfalls' rows (contract/checker/pitfalls.go). The envelopes'
+// names end with the somaxconn they ran at: the app's own (the namespace's
+// default here, APP_SOMAXCONN being empty), then 16.
+var pitfallRows = []string{"listen backlog of each listener", "client address: the same over both listeners",
+	"workers: accepted connections spread over the app's processes", envelope}
+
+const (
+	envelope    = "failure envelope: bursts of new connections on each listener"
+	lowEnvelope = envelope + " (net.core.somaxconn 16)"
+)
+
+// pitfalls: the rows of a contract run by name (the app's own envelope under
+// envelope), each one there once.
+func pitfalls(t *testing.T, r contractResult) map[string]int {
+	t.Helper()
+	rows := map[string]int{}
+	for i, c := range r.Clauses {
+		if !c.Pitfall {
+			continue
+		}
+		name := c.Clause
+		if strings.HasPrefix(name, envelope+" (") && name != lowEnvelope {
+			name = envelope
+		}
+		if _, twice := rows[name]; twice {
+			t.Errorf("%s: pitfall row %q twice", r.Image, name)
+		}
+		rows[name] = i
+	}
+	for _, name := range append(pitfallRows, lowEnvelope) {
+		if _, ok := rows[name]; !ok {
+			t.Errorf("%s: no pitfall row %q (got %v)", r.Image, name, rows)
+		}
+	}
+	return rows
 }
 
 // contract runs `make contract` with the settings given (APP_IMAGE=...; none:
@@ -72,6 +125,44 @@ func checkContracts(t *testing.T) {
 			t.Errorf("the lab's app fails %s: %s", c.Clause, c.Why)
 		}
 	}
+	// Every pitfall row passes on the lab's app; at somaxconn 16 its socket
+	// refuses a burst (nginx's 502) where TCP queues every connection.
+	rows := pitfalls(t, own)
+	for _, name := range pitfallRows {
+		if c := own.Clauses[rows[name]]; c.Status != "pass" {
+			t.Errorf("the lab's app: %s: %s %s", name, c.Status, c.Why)
+		}
+	}
+	low := own.Clauses[rows[lowEnvelope]]
+	refusedSocket := false
+	for _, lv := range low.Levels {
+		if lv.Listener == "unix" && lv.Refused > 0 {
+			refusedSocket = true
+		}
+		if lv.Listener == "tcp" && (lv.Refused > 0 || lv.OK == 0) {
+			t.Errorf("the lab's app at somaxconn 16: TCP at %d in flight refused %d and answered %d of %d, want it to queue every one",
+				lv.Concurrency, lv.Refused, lv.OK, lv.Sent)
+		}
+	}
+	if !refusedSocket || low.Status != "info" || !strings.Contains(low.Why, "The socket refused from") {
+		t.Errorf("the lab's app at somaxconn 16: the socket never refused: %s %s", low.Status, low.Why)
+	}
+
+	// Each pitfall row fails, with its fix, on an app that falls into it.
+	step(t, "build "+pitfallImage, func() {
+		run(t, "docker", "build", "-q", "--build-arg", "GO_IMAGE="+os.Getenv("GO_IMAGE"), "-t", pitfallImage, "contract/pitfall-app")
+	})
+	pit := contract(t, "APP_IMAGE="+pitfallImage)
+	rows = pitfalls(t, pit)
+	for name, want := range map[string]string{
+		pitfallRows[0]: "unix /sock/app.sock 1", pitfallRows[1]: `unix ""`,
+		pitfallRows[2]: "24, 0, 0", pitfallRows[3]: "The socket refused from 4 in flight",
+	} {
+		if c := pit.Clauses[rows[name]]; c.Status != "WARN" || c.Pass || c.Fix == "" || !strings.Contains(c.Why, want) {
+			t.Errorf("pitfall app: %s: %s %q (fix %q), want WARN with %q and a fix", name, c.Status, c.Why, c.Fix, want)
+		}
+	}
+
 	step(t, "build "+minimalImage, func() {
 		run(t, "docker", "build", "-q", "--build-arg", "GO_IMAGE="+os.Getenv("GO_IMAGE"), "-t", minimalImage, "contract/minimal-app")
 	})

@@ -1,0 +1,3 @@
+module uds-lab/pitfall-app
+
+go 1.26.8
