@@ -2,6 +2,7 @@
 the boundaries of its rule, a path leaving after its failures, the steps
 merged, the knee, the savings per rate and the chart."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -111,6 +112,10 @@ def test_the_report_gives_the_saving_at_each_rate_each_knee_and_how_a_path_faile
             "2.51, of its 1,500 requests there); its p99 passed that bound at 800 req/s (60.00 ms); first failed at "
             "800 req/s: 20.0% of requests failed (2,400 502 (nginx could not reach the app))") in md
     assert "| 800 | tcp-lo | 800 (no spread) | 0.52 (0.50 to 0.54) |" in md and "failed: 20.0% of requests failed |" in md
+    # Knees are point estimates on the steps, labelled so, and never set against each other.
+    knees = md.split("## Where each path bends and breaks")[1].split("## Every step")[0]
+    assert "Each knee is a point estimate on this sweep's steps, not a comparison" in knees
+    assert not re.search(r"(higher|lower|later|earlier) than `", knees)
 
 
 def test_a_sweep_without_a_same_nginx_pair_says_so():
