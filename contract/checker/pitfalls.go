@@ -487,7 +487,7 @@ func judgeEnvelope(levels []level, endpoint string, low bool) (status, why, fix 
 	for _, name := range []string{"tcp", "unix"} {
 		var row []string
 		for _, lv := range byL[name] {
-			row = append(row, fmt.Sprintf("%d: %.0f%% refused, p99 %s", lv.Concurrency, pct(lv.Refused, lv.Sent), ms(lv.P99Ms)))
+			row = append(row, fmt.Sprintf("%d: %.0f%% refused at connect, p99 %s", lv.Concurrency, pct(lv.Refused, lv.Sent), ms(lv.P99Ms)))
 			if lv.Refused > 0 && first[name] == 0 {
 				first[name] = lv.Concurrency
 			}
