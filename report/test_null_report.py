@@ -19,6 +19,7 @@ Where the values come from, with no true difference anywhere:
 import re
 
 import numpy as np
+import pytest
 from scipy.stats import binomtest
 
 from report import context, markdown
@@ -78,16 +79,44 @@ def stitched(rng, n):
     return out[:n]
 
 
-def mixed_blocks(rng, paths):
-    """The interleaved phase's by_path: every path one real run's seconds plus its own A/A noise."""
+# The spread of a path's own noise per second (µs): the real A/A
+# half-differences' standard deviation, about 10 µs.
+SCALE = float(np.std([x for h in HALVES for x in h if x is not None]))
+
+
+def seconds_noise(rng, kind, n):
+    """n seconds of a path's own noise (µs) of one kind: the real A/A
+    half-differences (their autocorrelation kept), independent normal,
+    heavy-tailed (Student's t, 3 degrees of freedom), or correlated at lag 1
+    (AR(1), 0.6), each with the real spread."""
+    if kind == "real":
+        return stitched(rng, n)
+    if kind == "normal":
+        return list(SCALE * rng.standard_normal(n))
+    if kind == "t3":
+        return list(SCALE * rng.standard_t(3, n) / 3 ** 0.5)
+    phi = float(kind.removeprefix("ar"))
+    x, out = rng.standard_normal(), []
+    for e in rng.standard_normal(n):
+        x = phi * x + (1 - phi ** 2) ** 0.5 * e
+        out.append(SCALE * x)
+    return out
+
+
+def mixed_blocks(rng, paths, n=60, noise="real", shift=None):
+    """An interleaved phase's by_path: every path the same n seconds of one
+    real run (the machine's swings) plus its own noise; shift: {path: µs}
+    added to a path's every second (a true difference, for power)."""
     run = DATA["runs"][rng.integers(len(DATA["runs"]))]
-    base = run["blocks_us"]["uds-lo"]
+    start = int(rng.integers(len(run["blocks_us"]["uds-lo"]) - n + 1))
+    base = run["blocks_us"]["uds-lo"][start:start + n]
     by_path = {}
     for p in paths:
-        noise = stitched(rng, len(base))
-        blocks = [{"requests": 62, "p50": None if b is None or e is None else max(1.0, b + e) / 1e3}
-                  for b, e in zip(base, noise)]
-        by_path[p] = {"requests": 62 * len(base), "failed_rate": 0, "blocks": blocks,
+        own = seconds_noise(rng, noise, n)
+        add = (shift or {}).get(p, 0.0)
+        blocks = [{"requests": 62, "p50": None if b is None or e is None else max(1.0, b + e + add) / 1e3}
+                  for b, e in zip(base, own)]
+        by_path[p] = {"requests": 62 * n, "failed_rate": 0, "blocks": blocks,
                       "duration_ms": {"p50": 0.3, "p99": 1.2}}
     return by_path
 
@@ -104,31 +133,39 @@ def noisy(rng, rounds):
     return factor
 
 
-def null_run(rng, mode="rate"):
-    """(load.json, Prometheus table): a run of the eight paths, all the same."""
+def null_run(rng, mode="rate", interleave=60, noise="real", shift=None, cost=None):
+    """(load.json, Prometheus table): a run of the eight paths, all the same
+    (but shift: {path: µs} in the streams, and cost: {path: factor} on its app
+    CPU per request: true differences, for power); make load's streams one per
+    connection handling, interleave seconds each, their seconds' own noise
+    of one kind (seconds_noise)."""
     f = noisy(rng, ROUNDS)
     client = lambda p, r: {"duration_ms": {"p50": 0.4 * f(p, r), "p95": 0.9 * f(p, r), "p99": 1.6 * f(p, r)}}  # noqa: E731
     if mode == "max":
         k6 = make_k6(paths=EIGHT, rounds=ROUNDS, rate=500, duration=5,
                      client=lambda p, r: {**client(p, r), "requests": int(20000 * f(p, r))})
         k6["settings"].update({"mode": "max", "connections": 64})
-    else:  # make load: the interleaved stream first (plan.py's), then the rounds
-        blocks = mixed_blocks(rng, EIGHT)
-        k6 = make_k6(paths=EIGHT, rounds=ROUNDS, rate=500, duration=5, interleave=60, block=1,
-                     client=lambda p, r: {"by_path": blocks if r else {}} if p == "mix" else client(p, r))
+    else:  # make load: a stream per connection handling first (plan.py's), then the rounds
+        k6 = make_k6(paths=EIGHT, rounds=ROUNDS, rate=500, duration=5, interleave=interleave, block=1, split=True,
+                     client=lambda p, r: {} if p == "mix" else client(p, r))
+        for ph in k6["phases"]:
+            if ph["path"] == "mix":
+                ph["by_path"] = mixed_blocks(rng, ph["paths"], interleave, noise, shift) if ph["round"] else {}
     ends = {v: k for k, v in window_ends(k6).items()}
     phases = {p["name"]: p for p in k6["phases"]}
 
-    def per_phase(value):
+    def per_phase(value, factor=None):
         def get(expr):
             m = re.search(r"@ ([0-9.]+)", expr)
             ph = phases[ends[m.group(1)]]
-            return value * f(ph["path"], ph["round"]) * max(0.5, 1 + 0.05 * rng.standard_t(3))
+            own = (factor or {}).get(ph["path"], 1.0)
+            return value * own * f(ph["path"], ph["round"]) * max(0.5, 1 + 0.05 * rng.standard_t(3))
         return get
-    over = {k: per_phase(v) for k, v in (
-        ("histogram_quantile(0.5,", 0.0004), ("histogram_quantile(0.99,", 0.002), ("process_cpu_seconds_total", 0.125),
+    over = {"process_cpu_seconds_total": per_phase(0.125, cost)}
+    over.update({k: per_phase(v) for k, v in (
+        ("histogram_quantile(0.5,", 0.0004), ("histogram_quantile(0.99,", 0.002),
         (("container_cpu_usage_seconds_total", 'service="nginx"'), 0.2),
-        ("app_process_context_switches_total", 6000), ("upstream_connect_seconds_sum", 0.0025))}
+        ("app_process_context_switches_total", 6000), ("upstream_connect_seconds_sum", 0.0025))})
     over["node_context_switches_total"] = host_switches(k6, per_phase(12000))
     over.update({("node_cpu_seconds_total", 'cpu=~"0|1"', f'mode="{m}"'): per_phase(v)
                  for m, v in (("user", 0.2), ("system", 0.15), ("softirq", 0.05), ("irq", 0.002))})
@@ -138,11 +175,11 @@ def null_run(rng, mode="rate"):
     return k6, table
 
 
-def share_with_findings(mode, seed, reports=REPORTS):
+def share_with_findings(mode, seed, reports=REPORTS, **kw):
     rng = np.random.default_rng(seed)
     hits, said = 0, []
     for _ in range(reports):
-        k6, table = null_run(rng, mode)
+        k6, table = null_run(rng, mode, **kw)
         rep = context.build_report(k6, PINNED, fake_query(table))
         found = findings(markdown.render_markdown(rep))
         hits += bool(found)
@@ -150,8 +187,13 @@ def share_with_findings(mode, seed, reports=REPORTS):
     return hits, said
 
 
-def test_a_report_of_eight_identical_paths_states_no_difference_but_at_the_error_rate():
-    hits, said = share_with_findings("rate", 31)
+@pytest.mark.parametrize("noise", ["real", "normal", "t3", "ar0.6"])
+@pytest.mark.parametrize("interleave", [10, 20, 60])
+def test_a_report_of_eight_identical_paths_states_no_difference_but_at_the_error_rate(interleave, noise):
+    """make load at every INTERLEAVE the docs use (plan.py allows 10 and up),
+    its seconds independent, heavy-tailed, correlated or the lab's own."""
+    seed = 31 + 10 * interleave + ["real", "normal", "t3", "ar0.6"].index(noise)
+    hits, said = share_with_findings("rate", seed, REPORTS, interleave=interleave, noise=noise)
     assert binomtest(hits, REPORTS, ALPHA, alternative="greater").pvalue > 0.01, (hits / REPORTS, said[:5])
 
 
@@ -160,24 +202,40 @@ def test_a_max_report_of_eight_identical_paths_states_no_difference_but_at_the_e
     assert binomtest(hits, REPORTS // 2, ALPHA, alternative="greater").pvalue > 0.01, (hits / (REPORTS // 2), said[:5])
 
 
-def null_sweep(rng, rates=(500, 1000, 2000, 4000, 8000, 12000), rounds=3):
-    """A make sweep of the eight paths, all the same, every step held."""
+def null_sweep(rng, rates=(500, 1000, 2000, 4000, 8000, 12000), rounds=3, interleave=0, noise="real"):
+    """A make sweep of the eight paths, all the same, every step held; with
+    interleave, each step's streams too (one per connection handling, as
+    plan.py runs a sweep of rates by default), whose seconds give its savings."""
     from report.test_sweep import load, phase
     ph = []
     for s, rate in enumerate(rates, 1):
         f = noisy(rng, rounds)
         ph += [phase(p, s, rate, r, p50=0.4 * f(p, r), p99=1.6 * f(p, r)) for p in EIGHT for r in range(1, rounds + 1)]
+        for kind, paths in (("pooled", [p for p in EIGHT if p.endswith("-ka")]),
+                            ("new", [p for p in EIGHT if not p.endswith("-ka")])):
+            if interleave:
+                by_path = mixed_blocks(rng, paths, interleave, noise)
+                for v in by_path.values():
+                    v["requests"] = rate * interleave // len(paths)
+                ph.append({"name": f"ping__mix-{kind}__s{s}__r1", "workload": "ping", "path": "mix", "round": 1,
+                           "phase": "measure", "endpoint": "/ping", "start_offset_s": 0, "duration_s": interleave,
+                           "requests": rate * interleave, "failed_rate": 0.0, "dropped_iterations": 0, "step": s,
+                           "rate": rate, "paths": paths, "stream": kind, "block_s": 1, "by_path": by_path})
     doc = load(ph, rates)
     doc["settings"]["paths"] = list(EIGHT)
     return doc
 
 
-def test_a_sweep_of_eight_identical_paths_states_no_saving_but_at_the_error_rate():
+@pytest.mark.parametrize("interleave", [0, 60])
+def test_a_sweep_of_eight_identical_paths_states_no_saving_but_at_the_error_rate(interleave):
     """Six steps of four pairs: judged a step at a time, about one such sweep
-    in four stated a saving; judged all together, at most 5%."""
+    in four stated a saving; judged all together, at most 5%. With each
+    step's streams (the default) the savings are their seconds'; without
+    (INTERLEAVE=0), the rounds'."""
     from report import sweep
-    rng = np.random.default_rng(33)
+    rng = np.random.default_rng(33 + interleave)
     runs = 100
-    said = [findings(sweep.render(sweep.build(null_sweep(rng))), bold=False) for _ in range(runs)]
+    said = [findings(sweep.render(sweep.build(null_sweep(rng, interleave=interleave))), bold=False)
+            for _ in range(runs)]
     hits = sum(bool(x) for x in said)
     assert binomtest(hits, runs, ALPHA, alternative="greater").pvalue > 0.01, (hits / runs, [x for x in said if x][:3])
