@@ -104,10 +104,22 @@ max: ## Find each path's throughput limit (wrk; GENERATOR=oha for the direct pat
 # Latency against load: each path at rising fixed rates (openloop, or
 # GENERATOR=oha or k6) until it fails, or flat out at rising connections
 # (SWEEP=connections: wrk); report/sweep.py judges each step.
+# SWEEP=envelope: the failure envelope in full. The app, nginx and nginx-lo
+# start again with the app's net.core.somaxconn at APP_SOMAXCONN (16 where
+# empty; contract/somaxconn.yaml), then tcp-lo and uds-lo run as
+# SWEEP=connections: where the socket answers 502 and TCP queues. They stay
+# so until make up.
+comma := ,
+ENVELOPE_ENV = COMPOSE_FILE="$(or $(COMPOSE_FILE),compose.yaml):contract/somaxconn.yaml" APP_SOMAXCONN=$(or $(call env,APP_SOMAXCONN),16)
 .PHONY: sweep
-sweep: ## Latency against load: every path at rising fixed rates up to and past its limit (SWEEP_RATES or SWEEP_FROM/TO/STEPS, SWEEP_ROUNDS); SWEEP=connections: flat out at SWEEP_CONNECTIONS
+sweep: ## Latency against load: every path at rising fixed rates up to and past its limit (SWEEP_RATES or SWEEP_FROM/TO/STEPS, SWEEP_ROUNDS); SWEEP=connections: flat out at SWEEP_CONNECTIONS; SWEEP=envelope: tcp-lo and uds-lo so, at APP_SOMAXCONN (16)
 	$(lab_is_up)
-	@$(call run_plan,sweep,$(if $(filter connections,$(call env,SWEEP)),wrk,$(or $(call env,GENERATOR),openloop)))
+	@$(if $(filter envelope,$(call env,SWEEP)),v="$(or $(call env,APP_SOMAXCONN),16)"; \
+		{ [[ $$v =~ ^[0-9]+$$ ]] && [ "$$v" -ge 1 ] && [ "$$v" -le 65535 ]; } || \
+		{ echo "make: APP_SOMAXCONN=\"$$v\": must be a whole number from 1 to 65535 (net.core.somaxconn in the app's network namespace)" >&2; exit 2; }; \
+		$(ENVELOPE_ENV) $(COMPOSE) up -d --no-build --force-recreate --wait app nginx nginx-lo >/dev/null && \
+		echo "make: the app at net.core.somaxconn $$($(ENVELOPE_ENV) $(COMPOSE) exec -T nginx-lo cat /proc/sys/net/core/somaxconn) (APP_SOMAXCONN; make up puts it back)" && \
+		$(ENVELOPE_ENV) $(MAKE) sweep SWEEP=connections PATHS=tcp-lo$(comma)uds-lo,$(call run_plan,sweep,$(if $(filter connections,$(call env,SWEEP)),wrk,$(or $(call env,GENERATOR),openloop))))
 
 # The transports alone, no nginx, no HTTP: services/floor, in the lab's
 # network namespaces and CPU sets (catalogue.json's "floor").
