@@ -30,7 +30,7 @@ The pitfalls are a third table, never required: each row says what was
 measured and, where it fails, the fix in a line. net.core.somaxconn is set
 only through contract/somaxconn.yaml, added to COMPOSE_FILE where a value is
 asked for (APP_SOMAXCONN, and 16 for the envelope): compose.yaml sets no
-sysctl, which a rootless engine would refuse.
+sysctl, which a rootless engine on an older kernel would refuse.
 
 Writes results/contract.json (CONTRACT_OUT). Exit status 0 when every required
 clause passes, 1 when one fails, 2 when the check could not run or a setting
@@ -213,7 +213,7 @@ def envelope(lab):
             last = (r.stdout or "").strip().splitlines()[-1:] or ["no message"]
             return [pitfall_row(f"failure envelope (net.core.somaxconn {LOW_SOMAXCONN})", "n/a",
                                 f"the engine refused net.core.somaxconn={LOW_SOMAXCONN} for the app: {last[0]} "
-                                "(a rootless engine exports no net.core sysctl in the app's network namespace)")]
+                                "(a rootless engine on a kernel older than about 6.3 exports no net.core sysctl in a container)")]
         lab.checker("wait")
         return pitfalls(lab, "envelope")
     finally:
