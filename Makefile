@@ -190,7 +190,7 @@ k8s-report: $(VENV)/.installed ## The report of the last cluster run (RUN=<id> f
 ##@ Development
 
 # The Go modules (each its own image).
-GO_SERVICES := services/app services/nginx-log-exporter services/prometheus-auth services/floor contract/checker contract/minimal-app loadgen/openloop
+GO_SERVICES := services/app services/nginx-log-exporter services/prometheus-auth services/floor contract/checker contract/minimal-app contract/pitfall-app loadgen/openloop
 
 # Each step of the tests stamps its start and end (scripts/step.sh), which
 # scripts/ci_timings.py turns into the table in docs/tests.md.
