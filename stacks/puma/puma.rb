@@ -4,6 +4,7 @@
 # two binds: TCP (APP_TCP_ADDR) and the Unix socket (APP_UNIX_SOCKET). A bad
 # value stops puma with a message naming it, before it listens anywhere.
 
+require "socket"
 require_relative "app"
 
 lab_setting = ->(name, default) { ENV[name].to_s.empty? ? default : ENV[name] }
@@ -51,11 +52,22 @@ lab_fail.call(%(APP_SOCKET_GID="#{gid_s}": must be a numeric group id)) unless g
 workers_n = lab_count.call("PUMA_WORKERS", "4")
 threads_n = lab_count.call("PUMA_THREADS", "5")
 
-# A socket file left by a crash: puma removes it if nothing answers on it, and
-# refuses to start if something does. A file that is no socket stops the start.
+# A socket file left by a crash is removed here if nothing answers on it; one
+# a live process answers on, or a file that is no socket, stops the start.
+# (puma's binder would remove a dead one too, but then leave the socket it
+# makes behind at stop: it removes only the paths that did not exist before.)
+# Not on puma's own hot restart, which inherits the listening socket.
 socket_path = lab_setting.call("APP_UNIX_SOCKET", "/sock/app.sock")
-if File.exist?(socket_path) && !File.socket?(socket_path)
-  lab_fail.call(%(APP_UNIX_SOCKET="#{socket_path}": exists and is not a socket))
+if ENV.keys.none? { |k| k.start_with?("PUMA_INHERIT_") } && File.exist?(socket_path)
+  lab_fail.call(%(APP_UNIX_SOCKET="#{socket_path}": exists and is not a socket)) unless File.socket?(socket_path)
+  live = begin
+    UNIXSocket.new(socket_path).close
+    true
+  rescue SystemCallError
+    false
+  end
+  lab_fail.call(%(APP_UNIX_SOCKET="#{socket_path}": another process is listening on it)) if live
+  File.unlink(socket_path)
 end
 
 bind "tcp://#{host}:#{port}"

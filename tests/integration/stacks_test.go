@@ -795,7 +795,9 @@ func TestStacksRefuseBadSettings(t *testing.T) {
 
 // A crash leaves the socket file behind with nothing listening on it: each
 // stack starts over it (removes it and listens anew, stacks/README.md's
-// "stale socket at start"), so a restarted container serves again.
+// "stale socket at start"), so a restarted container serves again, and its
+// graceful stop then removes the socket it made (puma's own binder would
+// leave it: it removes only a path that did not exist when it bound).
 func TestStacksStartOverStaleSocket(t *testing.T) {
 	for _, sc := range stackCases(t) {
 		if sc.variant != "" {
@@ -824,8 +826,22 @@ func TestStacksStartOverStaleSocket(t *testing.T) {
 				}
 				return err
 			})
-			_ = app.Process.Kill()
-			_ = app.Wait()
+			if err := app.Process.Signal(sc.stop); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- app.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("after %v: %v, want exit 0", sc.stop, err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("still running 20 s after %v", sc.stop)
+			}
+			if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("socket %s left behind by a graceful stop after a start over a stale one: %v", socket, err)
+			}
 		})
 	}
 }
