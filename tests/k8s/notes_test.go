@@ -1,0 +1,102 @@
+package k8s
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"uds-lab/tests/internal/lab"
+)
+
+// notes renders the chart's NOTES.txt as helm install shows it (a
+// client-side dry run: helm template does not render notes) for a release
+// and namespace, with sets.
+func notes(t *testing.T, rel, ns string, sets []string) string {
+	t.Helper()
+	args := append([]string{"install", rel, chartDir(t), "--namespace", ns, "--dry-run=client", "-o", "json"}, setArgs(sets)...)
+	out, err := helm(t, args...)
+	if err != nil {
+		t.Fatalf("helm install --dry-run %v: %v", sets, err)
+	}
+	var r struct {
+		Info struct {
+			Notes string `json:"notes"`
+		} `json:"info"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("helm install --dry-run -o json: %v\n%.500s", err, out)
+	}
+	if strings.TrimSpace(r.Info.Notes) == "" {
+		t.Fatal("the chart shows no notes after an install (templates/NOTES.txt)")
+	}
+	return r.Info.Notes
+}
+
+// NOTES.txt tells the user what to run next, for this release and
+// namespace, and what it says is what scripts/k8s.sh and the Makefile do:
+// the targets exist, the settings are k8s.sh's, the Secret and the Service
+// are the ones k8s.sh report reads.
+func TestNotesSayWhatToRunNext(t *testing.T) {
+	script, err := os.ReadFile(lab.Path(t, "scripts", "k8s.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile, err := os.ReadFile(lab.Path(t, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What k8s.sh does, which the notes must say in the same words.
+	for _, s := range []string{`ns=${K8S_NAMESPACE:-uds-lab} release=${K8S_RELEASE:-lab}`,
+		`kc get secret "$release-prometheus-auth" -o jsonpath='{.data.password}' | base64 -d`,
+		`kc port-forward svc/prometheus :9090`, `"$PYTHON" -m report --run "$id"`} {
+		if !strings.Contains(string(script), s) {
+			t.Fatalf("scripts/k8s.sh no longer has %q: check templates/NOTES.txt still says what it does, then this test", s)
+		}
+	}
+	for _, target := range []string{"k8s-load", "k8s-report"} {
+		if !regexp.MustCompile(`(?m)^` + target + `:.*scripts/k8s.sh|^` + target + `:[^\n]*\n\t.*scripts/k8s.sh`).Match(makefile) {
+			t.Fatalf("the Makefile has no target %s running scripts/k8s.sh", target)
+		}
+	}
+
+	const rel, ns = "other", "their-ns"
+	n := notes(t, rel, ns, nil)
+	for _, want := range []string{
+		"K8S_NAMESPACE=" + ns + " K8S_RELEASE=" + rel + " make k8s-load",
+		"K8S_NAMESPACE=" + ns + " K8S_RELEASE=" + rel + " make k8s-report",
+		"results/<run>/report.md",
+		"kubectl --namespace " + ns + " get secret " + rel + "-prometheus-auth -o jsonpath='{.data.password}' | base64 -d",
+		"kubectl --namespace " + ns + " port-forward svc/prometheus 9090",
+		`user "uds-lab"`,
+		"one lab per namespace",
+		"K8S_SET",
+	} {
+		if !strings.Contains(n, want) {
+			t.Errorf("the notes do not say %q:\n%s", want, n)
+		}
+	}
+	// The objects they name are the chart's.
+	m := parse(t, render(t, nil))
+	m.must(t, "Secret", release+"-prometheus-auth")
+	m.must(t, "Service", "prometheus")
+	for _, d := range []string{"app", "nginx", "prometheus"} {
+		m.must(t, "Deployment", d)
+		if !strings.Contains(n, "deployment/"+d) {
+			t.Errorf("the notes do not wait for deployment/%s", d)
+		}
+	}
+	if strings.Contains(n, "openloop-") {
+		t.Errorf("without load.enabled the notes name a Job:\n%s", n)
+	}
+
+	// Values change what they say: a Job in the release, Prometheus's user,
+	// the sysctl's exception.
+	n = notes(t, rel, ns, []string{"load.enabled=true", "load.testid=t1", "prometheus.user=reader", "sysctls.somaxconn=64"})
+	for _, want := range []string{"openloop-t1", `user "reader"`, "--allowed-unsafe-sysctls"} {
+		if !strings.Contains(n, want) {
+			t.Errorf("the notes with %q do not say %q:\n%s", "load.enabled, prometheus.user, sysctls.somaxconn", want, n)
+		}
+	}
+}
