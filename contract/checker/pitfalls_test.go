@@ -34,6 +34,7 @@ func newRawApp(t *testing.T, backlog int, serve http.Handler) *rawApp {
 	sa, _ := syscall.Getsockname(tfd)
 	a := &rawApp{cfg: testConfig("127.0.0.1:"+strconv.Itoa(sa.(*syscall.SockaddrInet4).Port), sock),
 		tcp: os.NewFile(uintptr(tfd), "tcp"), uds: os.NewFile(uintptr(ufd), "unix")}
+	t.Cleanup(func() { a.tcp.Close(); a.uds.Close() })
 	if serve != nil {
 		for _, f := range []*os.File{a.tcp, a.uds} {
 			l, err := net.FileListener(f)

@@ -9,13 +9,14 @@ import (
 )
 
 // listenRaw listens with an exact backlog, as an app that hard-codes one.
+// The caller closes the descriptor (rawFile: its *os.File, which would
+// otherwise close it a second time when collected, maybe another test's).
 func listenRaw(t *testing.T, family int, sa syscall.Sockaddr, backlog int) int {
 	t.Helper()
 	fd, err := syscall.Socket(family, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Close(fd) })
 	if err := syscall.Bind(fd, sa); err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +46,8 @@ func TestSockDiagReadsBacklogs(t *testing.T) {
 	path := filepath.Join(dir, "a.sock")
 	ufd := listenRaw(t, syscall.AF_UNIX, &syscall.SockaddrUnix{Name: path}, 3)
 	tfd := listenRaw(t, syscall.AF_INET, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}, 5)
+	defer syscall.Close(ufd)
+	defer syscall.Close(tfd)
 	sa, _ := syscall.Getsockname(tfd)
 	port := sa.(*syscall.SockaddrInet4).Port
 
