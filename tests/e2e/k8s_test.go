@@ -106,8 +106,9 @@ func TestKubernetes(t *testing.T) {
 load:
   avoidNodeUnderTest: false
   resources:
-    cpu: 300m
-    memory: 512Mi
+    limits:
+      cpu: 300m
+      memory: 512Mi
 `, images[0], images[1], images[2], images[3])), 0o644); err != nil {
 		t.Fatal(err)
 	}

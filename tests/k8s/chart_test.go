@@ -43,6 +43,31 @@ var variants = []variant{
 	{"pinned-node", []string{"pinning.guaranteed=true", "nodeUnderTest.labels.uds-lab/role=under-test",
 		"sysctls.somaxconn=64", "load.enabled=true", "load.testid=pinned", "load.paths={tcp-lo,uds-lo}",
 		"nginx.accessLog=off"}},
+	// Each workload's own resources and placement (a platform's nodes, taints
+	// and spreading), with the node under test: placedSets.
+	{"placed", placedSets},
+}
+
+// Per-component resources, nodeSelector, tolerations and affinity, each
+// different, so a test can tell where each one went (TestComponentValues).
+var placedSets = []string{
+	"load.enabled=true", "load.testid=placed", "nodeUnderTest.labels.uds-lab/role=under-test",
+	"app.resources.requests.cpu=250m", "app.resources.limits.memory=300Mi", "app.initResources.limits.cpu=50m",
+	"app.nodeSelector.pool=app-pool",
+	"app.tolerations[0].key=dedicated", "app.tolerations[0].operator=Equal", "app.tolerations[0].value=app", "app.tolerations[0].effect=NoSchedule",
+	"nginx.resources.limits.cpu=2", "nginx.resources.requests.cpu=150m", "nginx.nodeSelector.pool=nginx-pool",
+	"nginx.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight=50",
+	"nginx.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey=kubernetes.io/hostname",
+	`nginx.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.labelSelector.matchLabels.app\.kubernetes\.io/component=app`,
+	"nginxExporter.resources.limits.memory=48Mi", "logExporter.resources.limits.cpu=150m",
+	"prometheus.resources.limits.memory=1Gi", "prometheus.authResources.limits.cpu=300m",
+	"prometheus.tolerations[0].operator=Exists", "prometheus.nodeSelector.pool=monitoring",
+	"load.resources.limits.cpu=2", "load.resources.requests.cpu=1500m", "load.planResources.limits.memory=96Mi",
+	"load.tolerations[0].key=load", "load.tolerations[0].operator=Exists", "load.tolerations[0].effect=NoExecute",
+	"load.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight=10",
+	"load.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0].key=pool",
+	"load.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0].operator=In",
+	"load.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0].values[0]=load-pool",
 }
 
 func chartDir(t testing.TB) string { return lab.Path(t, "k8s", "uds-lab") }
@@ -116,6 +141,8 @@ type (
 			} `yaml:"sysctls"`
 		} `yaml:"securityContext"`
 		NodeSelector   map[string]string `yaml:"nodeSelector"`
+		Tolerations    []map[string]any  `yaml:"tolerations"`
+		Affinity       map[string]any    `yaml:"affinity"`
 		InitContainers []Container       `yaml:"initContainers"`
 		Containers     []Container       `yaml:"containers"`
 		Volumes        []Volume          `yaml:"volumes"`
@@ -148,6 +175,10 @@ type (
 			Name          string `yaml:"name"`
 			ContainerPort int    `yaml:"containerPort"`
 		} `yaml:"ports"`
+		Resources struct {
+			Limits   map[string]string `yaml:"limits"`
+			Requests map[string]string `yaml:"requests"`
+		} `yaml:"resources"`
 	}
 	EnvVar struct {
 		Name  string `yaml:"name"`

@@ -105,21 +105,30 @@ entrypoint renders /etc/nginx/templates/*.template with it):
 {{- end }}
 
 {{/*
-Resources: (dict "r" (dict "cpu" "1" "memory" "128Mi" "disk" "64Mi") "guaranteed" bool).
-CPU requests below limits, or equal to them (pinning.guaranteed: the Guaranteed
-class, which the static CPU manager pins to whole cores). disk is the
-container's ephemeral storage (its logs, and its share of the pod's emptyDirs).
+A container's resources: (dict "r" <a component's resources: {limits, requests}>
+"guaranteed" bool). Kubernetes' own shape. A request not given is its limit
+(so a container whose values give no requests is in the Guaranteed class);
+guaranteed (pinning.guaranteed) makes every request its limit, which the static
+CPU manager needs to pin a container to whole cores.
 */}}
 {{- define "uds-lab.resources" -}}
-{{- $r := .r -}}
+{{- $lim := .r.limits | default dict -}}
+{{- $req := .r.requests | default dict -}}
+{{- $g := .guaranteed -}}
 limits:
-  cpu: {{ $r.cpu | quote }}
-  memory: {{ $r.memory | quote }}
-  ephemeral-storage: {{ $r.disk | default "64Mi" | quote }}
+{{- range list "cpu" "memory" "ephemeral-storage" }}
+{{- if hasKey $lim . }}
+  {{ . }}: {{ include "uds-lab.str" (get $lim .) | quote }}
+{{- end }}
+{{- end }}
 requests:
-  cpu: {{ if .guaranteed }}{{ $r.cpu | quote }}{{ else }}{{ "100m" | quote }}{{ end }}
-  memory: {{ $r.memory | quote }}
-  ephemeral-storage: {{ $r.disk | default "64Mi" | quote }}
+{{- range list "cpu" "memory" "ephemeral-storage" }}
+{{- if and (hasKey $lim .) (or $g (not (hasKey $req .)) (eq (toString (get $req .)) "<nil>")) }}
+  {{ . }}: {{ include "uds-lab.str" (get $lim .) | quote }}
+{{- else if and (hasKey $req .) (ne (toString (get $req .)) "<nil>") }}
+  {{ . }}: {{ include "uds-lab.str" (get $req .) | quote }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* A container's security context: no root, no privilege, read-only root. */}}
@@ -144,12 +153,33 @@ seccompProfile:
 {{- end }}
 {{- end }}
 
-{{/* Node placement of the pods under test. */}}
-{{- define "uds-lab.underTest" -}}
-{{- with .Values.nodeUnderTest.labels }}
+{{/*
+A pod's placement: (dict "nodeSelector" map "tolerations" list "affinity" map),
+each a component's own values (app, nginx, prometheus, load), written as given.
+*/}}
+{{- define "uds-lab.placement" -}}
+{{- with .nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- with .tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+The placement of a pod under test (the app's, the nginx pod): its component's
+values (.c: .Values.app or .Values.nginx), its nodeSelector joined with
+nodeUnderTest.labels (the component's own wins on a key both name).
+*/}}
+{{- define "uds-lab.underTest" -}}
+{{- $sel := merge (dict) (.c.nodeSelector | default dict) (.root.Values.nodeUnderTest.labels | default dict) -}}
+{{- include "uds-lab.placement" (dict "nodeSelector" $sel "tolerations" .c.tolerations "affinity" .c.affinity) -}}
 {{- end }}
 
 {{/* A NetworkPolicy peer: the pods of one component of this release. */}}

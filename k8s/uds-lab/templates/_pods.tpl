@@ -134,7 +134,7 @@ only once the FIFO is there to open.
   securityContext:
     {{- include "uds-lab.containerSecurity" (dict "uid" 65534 "gid" 101) | nindent 4 }}
   resources:
-    {{- include "uds-lab.resources" (dict "r" $v.logExporter.resources "guaranteed" true) | nindent 4 }}
+    {{- include "uds-lab.resources" (dict "r" $v.logExporter.resources "guaranteed" false) | nindent 4 }}
   volumeMounts:
     - name: log
       mountPath: /log
