@@ -302,9 +302,14 @@ def breakdown_table(terms, settings=None):
         return []
     # A figure no term has (the cores' split where they are not pinned) is left out.
     figures = [f for f in figures_for(settings or {}) if any(t["figures"].get(f[0]) for t in terms.values())]
+    streamed = any((t["figures"].get("client_p50_ms") or {}).get("blocks") for t in terms.values())
     lines = [
-        "Where the time goes: one path minus another, round by round (less two more, where a term says so); mean "
-        f"({CONFIDENCE:.0%} paired t-interval over rounds, share of the first path's figure). An interval that "
+        "Where the time goes: one path minus another (less two more, where a term says so); mean "
+        + (f"({CONFIDENCE:.0%} interval, share of the first path's figure): the client p50's paired second by second "
+           "in the interleaved stream, as the answer's, the costs' round by round (a paired t-interval over rounds). "
+           if streamed else
+           f"({CONFIDENCE:.0%} paired t-interval over rounds, share of the first path's figure). ")
+        + "An interval that "
         "includes 0 is no measurable difference, and so is one below the resolution of the counter it was read from. "
         "Every cell is judged with every other comparison of the report (Benjamini-Hochberg, false discovery rate "
         "5%): a number is a finding that survived it; the rest are no measurable difference."
