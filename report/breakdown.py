@@ -521,3 +521,37 @@ def max_answer(w, phases, settings, unpooled=None, terms=None):
         words = pooled_words(unpooled)
         out += f" {words[0].upper()}{words[1:]}, each request opened a new connection too."
     return out
+
+
+def max_answer_parts(w, phases, settings, unpooled=None, terms=None):
+    """max_answer() in parts, for the report's answer table: one row per
+    comparison, the socket's requests/s as a ratio of TCP's with its
+    interval and verdict (differs, none: no measurable difference, or no
+    interval)."""
+    terms = terms if terms is not None else breakdown(phases, w, figures_for(settings), flat=True)
+    chosen = [t for t in TERMS if t.get("answer") and (terms.get(t["key"]) or {}).get("figures", {}).get("rps")]
+    rows = []
+    for t in chosen:
+        r = terms[t["key"]]["figures"]["rps"]
+        a, b = t["paths"]
+        status = judge(r)
+        row = {"handling": t["answer"], "against": t["against"], "pair": [b, a], "nginx": [nginx_of(b), nginx_of(a)],
+               "handling_words": pooled_words(unpooled) if t["answer"] == "pooled" else HANDLING[t["answer"]],
+               "ratio": r["mean"], "lo": r.get("lo"), "hi": r.get("hi"), "phrase": None,
+               "taken_back": status == "straddles" and bool(lost_to(r))}
+        if status == "single":
+            row.update(verdict="none", words=f"no verdict: {no_interval(r)}, no interval")
+        elif status == "straddles":
+            row.update(verdict="none", words="no measurable difference")
+        else:
+            row.update(verdict="differs", words=f"{'more' if r['mean'] > 1 else 'fewer'} requests/s: "
+                                                f"{r['mean']:.2f}x TCP's")
+        rows.append(row)
+    family = max([(terms[t["key"]]["figures"]["rps"] or {}).get("fdr_family") or 0 for t in chosen] or [0])
+    judged = f"Holm's correction over the {len(rows)} comparisons" + (
+        f", and Benjamini-Hochberg's over every comparison of the report ({family})" if family > len(rows) else "")
+    return {"workload": w, "route": next((p.get("endpoint") for p in phases if p["workload"] == w), None) or w,
+            "rows": rows, "max": True, "margin_pct": None, "failed": [], "controls": [], "note": "",
+            "at": f"each path flat out ({generator(settings)}, {settings.get('connections')} connections)",
+            "method": "Ratios of the geometric mean of paired rounds, each a 95% t-interval on the log ratios",
+            "judged": judged}

@@ -3,7 +3,7 @@ which puts every part together into what report.json holds."""
 from datetime import datetime, timezone
 
 from report.breakdown import (DEFAULT_MARGIN_PCT, answer, answer_parts, back_to_back, breakdown, failures,
-                              figures_for, mark_apart, not_pooled, pooled_words)
+                              figures_for, mark_apart, max_answer_parts, not_pooled, pooled_words)
 from report import interleaved
 from report.direct import rejudge, straight_to_the_app
 from report.queries import idle_baseline, phase_figures_with, server_cores, server_queries
@@ -185,7 +185,8 @@ def build_report(load, compose, query, prometheus_url=None, margin_pct=DEFAULT_M
                 e["verdict"] = verdict(path, e["ratio_to_tcp"][headline(settings)[0]])
         wl["not_pooled"] = not_pooled(phases, w, closer)
         mixed = interleaved.mixed_phase(load, w)
-        wl["answer_parts"] = None if is_max(settings) else answer_parts(
+        wl["answer_parts"] = max_answer_parts(w, phases, settings, wl["not_pooled"], wl["breakdown"]) if is_max(
+            settings) else answer_parts(
             w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"], failures(load, w),
             margin_pct)
         wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], parts=wl["answer_parts"])

@@ -376,9 +376,12 @@ def answer_table(parts):
     """The answer of one workload (breakdown.answer_parts): the pairs with no
     verdict because a path failed first, then one row per comparison, the
     controls only where one failed, and the method in a line."""
-    head = f"**`{parts['workload']}`** (`{parts['route']}`), {parts['at']}, client median latency:"
+    head = (f"**`{parts['workload']}`** (`{parts['route']}`), {parts['at']}, "
+            f"{'requests/s' if parts.get('max') else 'client median latency'}:")
     lines = [head, ""]
     lines += [f"- {x[0].upper()}{x[1:]}." for x in parts["failed"]] + ([""] if parts["failed"] else [])
+    if parts.get("max"):
+        return lines + max_rows(parts)
     lines += ["| connections | the socket against | through | socket saved | 95% CI | verdict |",
               "| --- | --- | --- | ---: | --- | --- |"]
     for r in parts["rows"]:
@@ -441,11 +444,32 @@ def how_to_read_intervals(rep):
     ]
 
 
+def max_rows(parts):
+    """max mode's answer table: the socket's requests/s as a ratio of TCP's."""
+    lines = ["| connections | the socket against | through | socket's requests/s | 95% CI | verdict |",
+             "| --- | --- | --- | ---: | --- | --- |"]
+    for r in parts["rows"]:
+        b, a = r["pair"]
+        through = r["nginx"][0] if r["nginx"][0] == r["nginx"][1] else f"{r['nginx'][0]} / {r['nginx'][1]}"
+        handling = "pooled (keepalive)" if r["handling"] == "pooled" else "new per request"
+        ratio = f"{r['ratio']:.2f}x TCP's" if r["verdict"] == "differs" else "—"
+        ci = f"{r['lo']:.2f}-{r['hi']:.2f}x" + (" ‡" if r.get("taken_back") else "") if r["lo"] is not None else "—"
+        words = f"**{r['words']}**" if r["verdict"] == "differs" else r["words"]
+        lines.append(f"| {handling} | {r['against']} (`{b}` vs `{a}`) | {through} | {ratio} | {ci} | {words} |")
+    lines.append("")
+    if any(r.get("taken_back") for r in parts["rows"]):
+        lines += ["‡ Its own interval excludes 1, but not once judged with the other comparisons.", ""]
+    return lines + [f"Method: {parts['method'][0].lower()}{parts['method'][1:]}; {parts['judged']}. "
+                    "[How to read this](#how-to-read-this).", ""]
+
+
 def render_markdown(rep):
     lines = [f"# uds-lab report: run `{rep['testid']}`", "", "## The answer", ""]
     for wl in rep["workloads"].values():
         parts = wl.get("answer_parts")
-        usable = parts and any(r["phrase"] or r["verdict"] != "none" for r in parts["rows"]) or parts and parts["failed"]
+        # A table where the run compared a pair (the paragraph says why not, where it did not).
+        usable = bool(parts) and (bool(parts["failed"]) or any(
+            parts.get("max") or r["phrase"] or r["verdict"] != "none" for r in parts["rows"]))
         lines += answer_table(parts) if usable else [wl.get("answer") or "", ""]
         lines += chart_lines(rep["charts"], parts["workload"] if parts else None, only=("-answer.png",))
     if precision_line(rep.get("precision")):

@@ -838,6 +838,17 @@ def test_max_answer_is_throughput():
     rep = build(max_k6(lambda p: {"tcp": 8000, "uds": 16000, "tcp-ka": 25000, "uds-ka": 30000}[p]))
     text = rep["workloads"]["ping"]["answer"]
     assert "uds carried 2.00x the requests/s of tcp" in text and "uds-ka carried 1.20x the requests/s of tcp-ka" in text
+    # report.md: the answer as a table too, a row per comparison; rounds all equal give no interval, no verdict.
+    md = markdown.render_markdown(rep)
+    answer = md[md.index("## The answer"):md.index("## Machine")]
+    assert "each path flat out (k6, 64 connections), requests/s:" in answer
+    assert ("| new per request | TCP across the Docker bridge (`uds` vs `tcp`) | nginx | — | — | no verdict: 3 rounds, "
+            "all equal, no interval |") in answer
+    swing = iter([1.0, 1.03, 0.98] * 20)
+    rep = build(max_k6(lambda p: {"tcp": 8000, "uds": 16000, "tcp-ka": 25000, "uds-ka": 30000}[p] * next(swing)))
+    answer = markdown.render_markdown(rep).split("## Machine")[0]
+    assert re.search(r"\| new per request \| TCP across the Docker bridge \(`uds` vs `tcp`\) \| nginx \| [\d.]+x TCP's \| "
+                     r"[\d.]+-[\d.]+x \| \*\*more requests/s: [\d.]+x TCP's\*\* \|", answer), answer
 
 
 def test_max_mode_breaks_down_costs_not_queueing():
