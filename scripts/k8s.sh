@@ -4,7 +4,9 @@
 #   k8s.sh up       install or upgrade the lab, wait until it is ready
 #   k8s.sh load     a run: the openloop Job (K8S_PODS pods, each every
 #                   K8S_PODS-th request of the stream), then
-#                   results/<id>/load.json (merged exactly) and cluster.json
+#                   results/<id>/load.json (merged exactly) and cluster.json.
+#                   The Job is the release's (helm upgrade), so helm list
+#                   shows the run and helm uninstall removes it.
 #   k8s.sh report   the report of a run (RUN=<id>, default the last) against
 #                   the cluster's Prometheus, through a port-forward
 # Settings: K8S_NAMESPACE (uds-lab), K8S_RELEASE (lab), K8S_VALUES (a values
@@ -75,8 +77,24 @@ load() {
   out=results/$id
   mkdir -p "$out"
   log "run $id: $pods generator pod(s) in namespace $ns"
-  helm template "$release" k8s/uds-lab "${args[@]}" --set load.enabled=true --set "load.testid=$id" \
-    --set "load.pods=$pods" --show-only templates/load-job.yaml | kc apply -f - >/dev/null
+  # The Job joins the release, so that helm uninstall leaves nothing behind.
+  # The release keeps its values (helm get values: its last install's or
+  # upgrade's) but load.*, which come from this run's K8S_VALUES and K8S_SET
+  # alone, as a run's settings always have: a setting of the last run does
+  # not leak into this one; one given now (sysctls.*, resources) changes the
+  # release as make k8s-up would.
+  # Global: the EXIT trap runs after this function has returned.
+  tmp=$(mktemp)
+  trap 'rm -f "$tmp" "$tmp.in" "$tmp.err"' EXIT
+  helm get values "$release" --namespace "$ns" -o json >"$tmp.in" 2>"$tmp.err" ||
+    fail "no release $release in namespace $ns (make k8s-up first): $(cat "$tmp.err")"
+  "$PYTHON" -c 'import json, sys; v = json.load(open(sys.argv[1])) or {}; v.pop("load", None); json.dump(v, open(sys.argv[2], "w"))' "$tmp.in" "$tmp"
+  # First the lab as this checkout's chart has it, ready, and the last run's
+  # Job gone; then the Job alone is added (nothing else depends on load.*),
+  # so the run never starts against pods still restarting.
+  helm upgrade "$release" k8s/uds-lab --values "$tmp" "${args[@]}" --set load.enabled=false --wait --timeout 5m >/dev/null
+  helm upgrade "$release" k8s/uds-lab --values "$tmp" "${args[@]}" --set load.enabled=true --set "load.testid=$id" \
+    --set "load.pods=$pods" >/dev/null
   local t0=$SECONDS done="" failed=""
   while ((SECONDS - t0 < timeout)); do
     done=$(kc get job "openloop-$id" -o jsonpath='{.status.succeeded}')

@@ -50,7 +50,8 @@ func TestNotesSayWhatToRunNext(t *testing.T) {
 	// What k8s.sh does, which the notes must say in the same words.
 	for _, s := range []string{`ns=${K8S_NAMESPACE:-uds-lab} release=${K8S_RELEASE:-lab}`,
 		`kc get secret "$release-prometheus-auth" -o jsonpath='{.data.password}' | base64 -d`,
-		`kc port-forward svc/prometheus :9090`, `"$PYTHON" -m report --run "$id"`} {
+		`kc port-forward svc/prometheus :9090`, `"$PYTHON" -m report --run "$id"`,
+		`v.pop("load", None)`, `helm upgrade "$release" k8s/uds-lab --values "$tmp" "${args[@]}" --set load.enabled=true`} {
 		if !strings.Contains(string(script), s) {
 			t.Fatalf("scripts/k8s.sh no longer has %q: check templates/NOTES.txt still says what it does, then this test", s)
 		}
@@ -72,6 +73,7 @@ func TestNotesSayWhatToRunNext(t *testing.T) {
 		`user "uds-lab"`,
 		"one lab per namespace",
 		"K8S_SET",
+		"helm uninstall removes it",
 	} {
 		if !strings.Contains(n, want) {
 			t.Errorf("the notes do not say %q:\n%s", want, n)

@@ -224,6 +224,7 @@ func TestChartOnARealAPIServer(t *testing.T) {
 			t.Fatalf("a port named app-http-listener: want the server's refusal, got %v", err)
 		}
 	})
+	t.Run("uninstall leaves nothing", func(t *testing.T) { uninstallLeavesNothing(t, s) })
 	t.Run("upgrade keeps the password", func(t *testing.T) {
 		ns := "lab-upgrade"
 		if out, err := helm(t, "install", release, chartDir(t), "--namespace", ns, "--create-namespace", "--kubeconfig", s.kubeconfig); err != nil {
@@ -251,4 +252,147 @@ func objectPath(ns string, o *Object) string {
 		plural = strings.TrimSuffix(plural, "ys") + "ies"
 	}
 	return fmt.Sprintf("%s/namespaces/%s/%s/%s", group, ns, plural, o.Metadata.Name)
+}
+
+// make k8s-load's Job is the release's: scripts/k8s.sh load (run for real,
+// against this server) adds it with helm upgrade, so helm get manifest lists
+// it and helm uninstall removes it with everything else; after the uninstall
+// the namespace holds no object at all (every namespaced resource the server
+// serves is listed). Before the Job joined the release, k8s.sh applied it
+// with kubectl, and it stayed. A run's settings are its own (the last run's
+// K8S_SET does not leak into the next), the release's other values stay
+// (a sysctl given at install), and the last run's Job goes.
+func uninstallLeavesNothing(t *testing.T, s *apiServer) {
+	const ns = "lab-uninstall"
+	if out, err := helm(t, "install", release, chartDir(t), "--namespace", ns, "--create-namespace", "--kubeconfig", s.kubeconfig,
+		"--set", "sysctls.somaxconn=64"); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	// No kubelet here: no pod ever gets ready, so helm's --wait (k8s.sh's
+	// first upgrade) could only time out. A helm on PATH drops it.
+	bin := t.TempDir()
+	shim := "#!/usr/bin/env bash\na=(); for x in \"$@\"; do [ \"$x\" = --wait ] || a+=(\"$x\"); done\nexec " + lab.Tool(t, "helm") + " \"${a[@]}\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "helm"), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	load := func(id string, env ...string) []byte {
+		t.Helper()
+		t.Cleanup(func() { os.RemoveAll(lab.Path(t, "results", id)) })
+		cmd := exec.Command(lab.Path(t, "scripts", "k8s.sh"), "load")
+		cmd.Env = append(append(os.Environ(), "PATH="+bin+":"+filepath.Dir(lab.Tool(t, "kubectl"))+":"+os.Getenv("PATH"),
+			"KUBECONFIG="+s.kubeconfig, "K8S_NAMESPACE="+ns, "TESTID="+id, "K8S_TIMEOUT=1"), env...)
+		out, err := cmd.CombinedOutput()
+		// The Job never runs here: k8s.sh waits K8S_TIMEOUT and says so.
+		if !strings.Contains(string(out), "job/openloop-"+id+": not finished after K8S_TIMEOUT=1 s") {
+			t.Fatalf("k8s.sh load: %v\n%s\nwant it to start job/openloop-%s and wait for it", err, out, id)
+		}
+		code, body := s.get("/apis/batch/v1/namespaces/" + ns + "/jobs/openloop-" + id)
+		if code != http.StatusOK {
+			t.Fatalf("job/openloop-%s after k8s.sh load: HTTP %d %.200s", id, code, body)
+		}
+		return body
+	}
+	if job := load("gone1", "K8S_SET=load.rate=50"); !strings.Contains(string(job), `{"name":"RATE","value":"50"}`) {
+		t.Errorf("job/openloop-gone1 does not run K8S_SET's rate: %.300s", job)
+	}
+	manifest, err := helm(t, "get", "manifest", release, "--namespace", ns, "--kubeconfig", s.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kind: Job\nmetadata:\n  name: openloop-gone1", "name: " + release + "-openloop"} {
+		if !strings.Contains(manifest, want) {
+			t.Errorf("the release's manifest after k8s.sh load has no %q: the run's Job is not the release's", want)
+		}
+	}
+	if job := load("gone2"); !strings.Contains(string(job), `{"name":"RATE","value":"500"}`) {
+		t.Errorf("job/openloop-gone2 does not run values.yaml's rate (the last run's K8S_SET leaked?): %.300s", job)
+	}
+	if code, _ := s.get("/apis/batch/v1/namespaces/" + ns + "/jobs/openloop-gone1"); code != http.StatusNotFound {
+		t.Errorf("job/openloop-gone1 after the next run: HTTP %d, want 404 (the release's last run only)", code)
+	}
+	if _, body := s.get("/apis/apps/v1/namespaces/" + ns + "/deployments/app"); !strings.Contains(string(body), `"sysctls":[{"name":"net.core.somaxconn","value":"64"}]`) {
+		t.Errorf("the app's pod lost the release's sysctls.somaxconn=64 in a run: %.300s", body)
+	}
+	if out, err := helm(t, "uninstall", release, "--namespace", ns, "--kubeconfig", s.kubeconfig, "--wait"); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	if left := s.objectsIn(t, ns); len(left) > 0 {
+		t.Errorf("helm uninstall left %d object(s) in %s: %v", len(left), ns, left)
+	}
+}
+
+// objectsIn lists every object in a namespace, of every namespaced resource
+// the server serves that can be listed (discovery), but what the namespace's
+// own controllers would make in any namespace (none run here).
+func (s *apiServer) objectsIn(t *testing.T, ns string) []string {
+	t.Helper()
+	type resources struct {
+		GroupVersion string `json:"groupVersion"`
+		Resources    []struct {
+			Name       string   `json:"name"`
+			Kind       string   `json:"kind"`
+			Namespaced bool     `json:"namespaced"`
+			Verbs      []string `json:"verbs"`
+		} `json:"resources"`
+	}
+	prefixes := []string{"/api/v1"}
+	code, body := s.get("/apis")
+	if code != http.StatusOK {
+		t.Fatalf("/apis: HTTP %d", code)
+	}
+	var groups struct {
+		Groups []struct {
+			PreferredVersion struct {
+				GroupVersion string `json:"groupVersion"`
+			} `json:"preferredVersion"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal(body, &groups); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups.Groups {
+		prefixes = append(prefixes, "/apis/"+g.PreferredVersion.GroupVersion)
+	}
+	var left []string
+	listed := 0
+	for _, p := range prefixes {
+		code, body := s.get(p)
+		if code != http.StatusOK {
+			t.Fatalf("%s: HTTP %d", p, code)
+		}
+		var rs resources
+		if err := json.Unmarshal(body, &rs); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs.Resources {
+			if !r.Namespaced || strings.Contains(r.Name, "/") || !contains(r.Verbs, "list") {
+				continue
+			}
+			code, body := s.get(p + "/namespaces/" + ns + "/" + r.Name)
+			if code != http.StatusOK {
+				t.Fatalf("listing %s in %s: HTTP %d %.200s", r.Name, ns, code, body)
+			}
+			listed++
+			var list struct {
+				Items []struct {
+					Metadata struct {
+						Name string `json:"name"`
+					} `json:"metadata"`
+				} `json:"items"`
+			}
+			if err := json.Unmarshal(body, &list); err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range list.Items {
+				if (r.Kind == "ConfigMap" && it.Metadata.Name == "kube-root-ca.crt") || (r.Kind == "ServiceAccount" && it.Metadata.Name == "default") {
+					continue
+				}
+				left = append(left, r.Kind+"/"+it.Metadata.Name)
+			}
+		}
+	}
+	if listed < 20 {
+		t.Fatalf("listed only %d kinds of objects: discovery is not what this test expects", listed)
+	}
+	return left
 }
