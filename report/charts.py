@@ -7,6 +7,16 @@ from report.stats import measurable
 from report.lab import PATH_COLOURS
 from report.values import is_max
 
+def saved(plt, fig, out_dir, w, fname, title):
+    """Writes a chart, its title above it, and says so as report.json's
+    charts list it."""
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(Path(out_dir) / fname, dpi=100)
+    plt.close(fig)
+    return {"workload": w, "file": fname, "title": title}
+
+
 def chart_specs(w, wl, settings=None):
     """Which per-round charts a workload gets: (file, title, [(metric, subplot
     title, unit)]), empty series left out. The costs always; the latency only
@@ -62,12 +72,7 @@ def write_breakdown_chart(plt, w, wl, out_dir):
         ax.set_xlabel("µs (first path minus second)")
         ax.grid(axis="x", alpha=0.3)
     title = f"{w}: where the time goes (mean difference, whiskers: 95% interval; grey hatched: not measurable)"
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fname = f"{w}-breakdown.png"
-    fig.savefig(Path(out_dir) / fname, dpi=100)
-    plt.close(fig)
-    return {"workload": w, "file": fname, "title": title}
+    return saved(plt, fig, out_dir, w, f"{w}-breakdown.png", title)
 
 
 def write_round_chart(plt, w, wl, fname, title, panels, out_dir):
@@ -89,11 +94,7 @@ def write_round_chart(plt, w, wl, fname, title, panels, out_dir):
         ax.set_title(sub)
         ax.set_xlabel(unit)
         ax.grid(axis="x", alpha=0.3)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(Path(out_dir) / fname, dpi=100)
-    plt.close(fig)
-    return {"workload": w, "file": fname, "title": title}
+    return saved(plt, fig, out_dir, w, fname, title)
 
 
 def write_stream_chart(plt, w, wl, out_dir):
@@ -117,12 +118,7 @@ def write_stream_chart(plt, w, wl, out_dir):
         ax.legend(fontsize=8, ncol=min(4, len(paths)), loc="upper right")
     axes[-1, 0].set_xlabel(f"seconds into the stream (one point per {mix['block_s']} s block)")
     title = f"{w}: each path's median, second by second, in the interleaved stream (the answer pairs these)"
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fname = f"{w}-stream.png"
-    fig.savefig(Path(out_dir) / fname, dpi=100)
-    plt.close(fig)
-    return {"workload": w, "file": fname, "title": title}
+    return saved(plt, fig, out_dir, w, f"{w}-stream.png", title)
 
 
 # The answer chart's colours: the socket faster, slower, no difference (within the margin), not sure yet.
@@ -155,12 +151,7 @@ def write_answer_chart(plt, w, wl, out_dir):
     ax.grid(axis="x", alpha=0.3)
     title = (f"{w}: what the socket saved, with its 95% interval (grey: within ±{parts['margin_pct']:g}% of "
              "TCP's median, no difference)")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fname = f"{w}-answer.png"
-    fig.savefig(Path(out_dir) / fname, dpi=100)
-    plt.close(fig)
-    return {"workload": w, "file": fname, "title": title}
+    return saved(plt, fig, out_dir, w, f"{w}-answer.png", title)
 
 
 def write_percentile_chart(plt, w, wl, out_dir):
@@ -190,12 +181,7 @@ def write_percentile_chart(plt, w, wl, out_dir):
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8, ncol=2)
     title = f"{w}: each path's latency distribution in the interleaved stream (successful requests)"
-    ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    fname = f"{w}-percentiles.png"
-    fig.savefig(Path(out_dir) / fname, dpi=100)
-    plt.close(fig)
-    return {"workload": w, "file": fname, "title": title}
+    return saved(plt, fig, out_dir, w, f"{w}-percentiles.png", title)
 
 
 def write_charts(rep, out_dir):
