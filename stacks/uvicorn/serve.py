@@ -79,7 +79,12 @@ def read_settings():
 
 def bind_tcp(host, port, backlog):
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on a socket whose
+    # protocol says TCP. uvicorn's own --workers binds with protocol 0, so its
+    # connections keep Nagle's algorithm, and on a kept connection each answer
+    # (headers and body: two writes) waits for nginx's delayed ACK, about
+    # 40 ms (README.md).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(backlog)

@@ -439,6 +439,30 @@ func testStack(t *testing.T, cat lab.Catalogue, sc stackCase) {
 
 	t.Run("socket permissions", func(t *testing.T) { checkSocket(t, socket, sc.settings["APP_SOCKET_MODE"], root, gid) })
 
+	// A kept TCP connection answers at once: an app whose connections keep
+	// Nagle's algorithm and write an answer in two parts waits for the
+	// client's delayed ACK (about 40 ms) on every request but a connection's
+	// first, which the pooled TCP paths would measure instead of TCP.
+	if stack.Protocol == "http" {
+		t.Run("kept TCP connection without delayed answers", func(t *testing.T) {
+			kept := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+			var times []time.Duration
+			for i := 0; i < 11; i++ {
+				start := time.Now()
+				if _, err := get(kept, fmt.Sprintf("http://127.0.0.1:%d/ping", appPort)); err != nil {
+					t.Fatal(err)
+				}
+				if i > 0 { // the first opens the connection
+					times = append(times, time.Since(start))
+				}
+			}
+			sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+			if median := times[len(times)/2]; median > 20*time.Millisecond {
+				t.Errorf("/ping on a kept TCP connection: median %v over %d requests, want under 20 ms (TCP_NODELAY unset: Nagle waits for the delayed ACK)", median, len(times))
+			}
+		})
+	}
+
 	// Every path of the catalogue reaches the app, new connection or pooled
 	// as the path says and the stack allows.
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
@@ -526,6 +550,13 @@ func testStack(t *testing.T, cat lab.Catalogue, sc stackCase) {
 	if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket %s left behind after a graceful stop: %v", socket, err)
 	}
+	// Nor a worker: the stack's process group is empty once it has exited.
+	waitFor(t, "no process of the stack left after its graceful stop", func() error {
+		if err := syscall.Kill(-app.Process.Pid, 0); !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("its process group %d still has a process (kill 0: %v)", app.Process.Pid, err)
+		}
+		return nil
+	})
 }
 
 // checkRoutes asks a path for each route: the Go app's answers and JSON errors,
@@ -628,14 +659,15 @@ func checkSocket(t *testing.T, socket, socketMode string, root bool, gid int) {
 }
 
 // startAs starts a stack as cred (nil: this process's user) for the length of
-// the test; its output goes to a log file it may write (PHP-FPM reopens its
-// stderr by path, /proc/self/fd/2). The test stops it itself, or SIGKILL at
-// the end.
+// the test, in a process group of its own; its output goes to a log file it
+// may write (PHP-FPM reopens its stderr by path, /proc/self/fd/2). The test
+// stops it itself, or SIGKILLs its group at the end: a master killed alone
+// leaves its workers running (PHP-FPM's children, uvicorn's spawned workers).
 func startAs(t *testing.T, name string, env []string, cred *syscall.Credential, argv ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
 	out, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
 	if err != nil {
 		t.Fatal(err)
@@ -650,8 +682,8 @@ func startAs(t *testing.T, name string, env []string, cred *syscall.Credential, 
 		t.Fatalf("start %s: %v", name, err)
 	}
 	t.Cleanup(func() {
+		killGroup(cmd)
 		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 		}
 		if t.Failed() {
@@ -753,7 +785,8 @@ func TestStacksRefuseBadSettings(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				cmd := exec.CommandContext(ctx, sc.argv[0], sc.argv[1:]...)
-				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Setpgid: true}
+				cmd.Cancel = func() error { killGroup(cmd); return nil }
 				// The bad setting last: it wins over the image's ENV.
 				cmd.Env = append(append(os.Environ(), sc.env...), fmt.Sprintf("APP_TCP_ADDR=127.0.0.1:%d", lab.FreePort(t)),
 					"APP_UNIX_SOCKET="+filepath.Join(u.sockDir, "app.sock"), s.name+"="+s.value)
@@ -786,7 +819,7 @@ func TestStacksRefuseBadSettings(t *testing.T) {
 					}
 					return nil
 				})
-				_ = app.Process.Kill()
+				killGroup(app)
 				_ = app.Wait()
 			}
 		})
@@ -843,5 +876,13 @@ func TestStacksStartOverStaleSocket(t *testing.T) {
 				t.Errorf("socket %s left behind by a graceful stop after a start over a stale one: %v", socket, err)
 			}
 		})
+	}
+}
+
+// killGroup SIGKILLs a stack started in a process group of its own (startAs):
+// its master and every worker.
+func killGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
