@@ -192,7 +192,7 @@ def describe(terms):
     if not ds:
         return ""
     r1 = max(d["autocorrelation_blocks"] for d in ds)
-    return (f"Each interval is a 95% t-interval on the paths' client medians paired second by second in one "
+    return (f"Each interval is a 95% t-interval on the paths' client medians paired second by second in their "
             f"interleaved stream ({ds[0]['blocks']} blocks of {ds[0]['block_s']} s), its standard error the "
             f"equal-weighted cosine estimator's ({ds[0]['dof']} degrees of freedom, which allow for neighbouring "
             f"seconds that move together: the 1 s differences' lag-1 autocorrelation was at most {r1:.2f})")

@@ -89,7 +89,7 @@ def test_the_answer_pairs_the_paths_at_the_same_instant_and_says_how():
     assert d["lo"] > 0 and d["lo"] < 50 < d["hi"] and d["blocks"] == 60
     assert d["method"] == interleaved.METHOD
     ans = wl["answer"]
-    assert "the socket saved 50 µs" in ans and "one interleaved stream (60 blocks of 1 s)" in ans
+    assert "the socket saved 50 µs" in ans and "their interleaved stream (60 blocks of 1 s)" in ans
     assert "the equal-weighted cosine estimator's (6 degrees of freedom" in ans
     for t in ("socket_pooled", "socket_bridge_new", "socket_bridge_pooled"):
         assert not wl["breakdown"][t]["figures"]["client_p50_ms"]["p_holm"] < 0.05, t
