@@ -81,7 +81,9 @@ def run_sweep(run_dir, load, prometheus_url, query=None, rate=None):
     try:
         query = query or prometheus_client(prometheus_url)
         server = {p["name"]: p["figures"] for p in phase_figures_with(load, query, None, server_cores(comp["limits"]))}
-        n = scalar(query, f"max(max_over_time(app_listen_backlog[1h] @ {load['start_ms'] / 1000:.3f}))") \
+        # The backlog the app last exported before the sweep began: make sweep SWEEP=envelope restarts it at
+        # APP_SOMAXCONN, so the hour's largest would be the lab's usual one, not the sweep's.
+        n = scalar(query, f"max(last_over_time(app_listen_backlog[1h] @ {load['start_ms'] / 1000:.3f}))") \
             if load.get("start_ms") else None
         backlog = (f"{n:,.0f} on both listeners (net.core.somaxconn in the app's network namespace, which Go's "
                    "net.Listen asks for)") if n else "not exported by this app (app_listen_backlog)"

@@ -143,6 +143,18 @@ def test_make_report_on_a_sweep_writes_its_report_and_chart(tmp_path):
     assert (run / chart["file"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_sweeps_backlog_is_the_one_the_app_had_when_it_began(tmp_path):
+    """make sweep SWEEP=envelope restarts the app at APP_SOMAXCONN (16): the
+    report read the hour's largest backlog (the lab's usual 4,096), not the
+    one the sweep ran at."""
+    run = tmp_path / "sw"
+    run.mkdir()
+    (run / "load.json").write_text(json.dumps(sweep_run()))
+    backlog = lambda expr: 16 if "last_over_time(app_listen_backlog" in expr else 4096  # noqa: E731
+    rep = cli.run("sw", "http://127.0.0.1:1", tmp_path, query=fake_query({"app_listen_backlog": backlog}))
+    assert rep["backlog"].startswith("16 on both listeners"), rep["backlog"]
+
+
 def test_a_sweep_is_reported_from_k6_alone_when_prometheus_does_not_answer(tmp_path):
     run = tmp_path / "sw"
     run.mkdir()
