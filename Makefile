@@ -57,7 +57,7 @@ doctor: ## Check this machine's Docker for the lab: what will run, what will be 
 # and Grafana can. The watchers start first and become healthy while the core
 # does (about 5 s saved); their own --wait afterwards says whether they made it.
 .PHONY: up
-up: $(PASSWORD_FILE) ## Start the lab (builds the app unless APP_IMAGE is set; STACK=php-fpm|gunicorn|node a reference stack; SERVICES= a subset) and wait until healthy
+up: $(PASSWORD_FILE) ## Start the lab (builds the app unless APP_IMAGE is set; STACK=php-fpm|gunicorn|node|uvicorn|puma a reference stack; SERVICES= a subset) and wait until healthy
 	@COMPOSE="$(COMPOSE)" scripts/up.sh
 	@echo
 	@echo "uds-lab is up:"
