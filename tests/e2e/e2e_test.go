@@ -802,7 +802,7 @@ func checkReport(t *testing.T, testid string) {
 			}
 		}
 	}
-	if !strings.Contains(ping.Answer, "one interleaved stream (20 blocks of 1 s)") {
+	if !strings.Contains(ping.Answer, "their interleaved stream (20 blocks of 1 s)") {
 		t.Errorf("the answer does not say it pairs the interleaved stream's blocks: %q", ping.Answer)
 	}
 	if !strings.Contains(ping.Answer, "(`uds-lo` against `tcp-lo`") || !strings.Contains(ping.Answer, "(`uds` against `tcp`") {
