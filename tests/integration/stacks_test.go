@@ -534,19 +534,7 @@ func testStack(t *testing.T, cat lab.Catalogue, sc stackCase) {
 		_ = n.Process.Signal(syscall.SIGQUIT)
 		_ = n.Wait()
 	}
-	if err := app.Process.Signal(sc.stop); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- app.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("after %v: %v, want exit 0", sc.stop, err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("still running 20 s after %v", sc.stop)
-	}
+	stopGracefully(t, app, sc.stop)
 	if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket %s left behind after a graceful stop: %v", socket, err)
 	}
@@ -859,19 +847,7 @@ func TestStacksStartOverStaleSocket(t *testing.T) {
 				}
 				return err
 			})
-			if err := app.Process.Signal(sc.stop); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- app.Wait() }()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("after %v: %v, want exit 0", sc.stop, err)
-				}
-			case <-time.After(20 * time.Second):
-				t.Fatalf("still running 20 s after %v", sc.stop)
-			}
+			stopGracefully(t, app, sc.stop)
 			if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("socket %s left behind by a graceful stop after a start over a stale one: %v", socket, err)
 			}
@@ -884,5 +860,23 @@ func TestStacksStartOverStaleSocket(t *testing.T) {
 func killGroup(cmd *exec.Cmd) {
 	if cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// stopGracefully sends a stack its stop signal and wants it to exit 0 within 20 s.
+func stopGracefully(t *testing.T, app *exec.Cmd, sig os.Signal) {
+	t.Helper()
+	if err := app.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- app.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("after %v: %v, want exit 0", sig, err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("still running 20 s after %v", sig)
 	}
 }
