@@ -253,6 +253,10 @@ func TestLab(t *testing.T) {
 	t.Run("kill", func(t *testing.T) { alone(t); killUnderLoad(t, prom, nginx, testid+"-kill") })
 	// Overload at 10x RATE: no crash, no hang, memory under the limits.
 	t.Run("overload", func(t *testing.T) { alone(t); overload(t, prom, nginx, testid+"-overload") })
+	// make sweep SWEEP=envelope: at somaxconn 16 the socket's full backlog
+	// answers nginx's 502 where TCP's makes the client wait. Last: it leaves
+	// the app at somaxconn 16.
+	t.Run("envelope", func(t *testing.T) { alone(t); envelopeRun(t, prom, testid+"-envelope") })
 }
 
 // loadAndReport runs a short make load on every path of the catalogue and

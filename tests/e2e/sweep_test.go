@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -89,4 +90,56 @@ func sweepRun(t *testing.T, prom, id string) {
 	// The paths dashboard's sweep row and step annotation, on this run.
 	checkPanels(t, prom, id, start, sweepPanel)
 	t.Logf("%s", md)
+}
+
+// envelopeRun runs make sweep SWEEP=envelope, short: the app, nginx and
+// nginx-lo started again with the app's net.core.somaxconn at 16, then
+// tcp-lo and uds-lo flat out with wrk at 64 and 256 connections. A full
+// socket backlog refuses at connect, which nginx answers with its 502; a full
+// TCP backlog drops the SYN and the client retries, so it waits instead.
+// Checked as nginx logged it (Prometheus, from nginx-log-exporter) and as wrk
+// counted it (the report's steps). The lab stays at somaxconn 16: it runs last.
+func envelopeRun(t *testing.T, prom, id string) {
+	status := func() map[string]float64 {
+		return vectorBy(t, prom, `sum by (path, status) (nginx_location_requests_total{job="nginx-log", path=~"tcp-lo|uds-lo"})`, "path", "status")
+	}
+	before := status()
+	mk(t, "sweep", "SWEEP=envelope", "TESTID="+id, "SCENARIO=ping", "SWEEP_CONNECTIONS=64,256",
+		"SWEEP_ROUNDS=2", "DURATION=2", "WARMUP=1", "IDLE=0")
+	if got := strings.TrimSpace(run(t, "docker", "compose", "exec", "-T", "nginx-lo", "cat", "/proc/sys/net/core/somaxconn")); got != "16" {
+		t.Errorf("the app's namespace has net.core.somaxconn %s after make sweep SWEEP=envelope, want 16 (APP_SOMAXCONN's default)", got)
+	}
+	// The log is flushed within 1 s and scraped every 5.
+	var after map[string]float64
+	waitFor(t, "nginx's 502s on uds-lo in Prometheus", 30*time.Second, func() error {
+		after = status()
+		if after["uds-lo/502"]-before["uds-lo/502"] <= 0 {
+			return fmt.Errorf("no 502 logged on uds-lo: %v", after)
+		}
+		return nil
+	})
+	if n := after["tcp-lo/502"] - before["tcp-lo/502"]; n != 0 {
+		t.Errorf("nginx logged %v 502s on tcp-lo at somaxconn 16, want none: TCP's full backlog makes the client wait", n)
+	}
+	mk(t, "report", "RUN="+id)
+	var r struct {
+		Steps map[string]map[string]struct {
+			Connections int
+			Statuses    map[string]float64
+		}
+	}
+	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", id, "report.json"))), &r); err != nil {
+		t.Fatal(err)
+	}
+	refused := map[string]float64{}
+	for _, paths := range r.Steps {
+		for path, o := range paths {
+			refused[path] += o.Statuses["non_2xx_3xx"]
+		}
+	}
+	if refused["uds-lo"] == 0 || refused["tcp-lo"] != 0 {
+		t.Errorf("wrk's answers other than 2xx and 3xx: %v, want some on uds-lo and none on tcp-lo (steps %+v)", refused, r.Steps)
+	}
+	t.Logf("at somaxconn 16, 64 and 256 connections: nginx logged %v 502s on uds-lo, %v on tcp-lo; wrk's non-2xx %v",
+		after["uds-lo/502"]-before["uds-lo/502"], after["tcp-lo/502"]-before["tcp-lo/502"], refused)
 }
