@@ -40,15 +40,15 @@ up() {
 # segment I ID: pod I's load.json, from between the marker lines of its log.
 segment() {
   local pod
-  pod=$(kc get pods -l "job-name=openloop-$2,batch.kubernetes.io/job-completion-index=$1" -o name | head -1)
-  [ -n "$pod" ] || fail "no pod of job/openloop-$2 with index $1"
+  pod=$(kc get pods -l "job-name=$release-openloop-$2,batch.kubernetes.io/job-completion-index=$1" -o name | head -1)
+  [ -n "$pod" ] || fail "no pod of job/$release-openloop-$2 with index $1"
   kc logs "$pod" -c openloop | sed -n "/^--- uds-lab load.json $1\/$pods ---\$/,/^--- end of load.json ---\$/p" | sed '1d;$d'
 }
 
 # cluster.json: where the run took place, for the report (compose.json's part).
 cluster() {
   local app node entries
-  app=$(kc get pods -l app.kubernetes.io/component=app -o name | head -1)
+  app=$(kc get pods -l "app.kubernetes.io/instance=$release,app.kubernetes.io/component=app" -o name | head -1)
   node=$(kc get "$app" -o jsonpath='{.spec.nodeName}')
   # Conntrack entries in the app pod's network namespace, read by its nginx
   # sidecar after the run: none after thousands of loopback connections means
@@ -57,7 +57,7 @@ cluster() {
   entries=$(kc exec "$app" -c nginx -- sh -c 'cat /proc/sys/net/netfilter/nf_conntrack_count 2>/dev/null || echo 0') || entries=null
   local images
   images=$(kc get "$app" -o jsonpath='app={.spec.containers[?(@.name=="app")].image} nginx={.spec.containers[?(@.name=="nginx")].image}')
-  images+=" openloop=$(kc get job "openloop-$1" -o jsonpath='{.spec.template.spec.containers[0].image}')"
+  images+=" openloop=$(kc get job "$release-openloop-$1" -o jsonpath='{.spec.template.spec.containers[0].image}')"
   kubectl get node "$node" -o json | NODE_ENTRIES=$entries NET=${K8S_NETWORK_PLUGIN:-} IMAGES=$images "$PYTHON" -c '
 import json, os, sys
 n = json.load(sys.stdin)
@@ -97,12 +97,12 @@ load() {
     --set "load.pods=$pods" >/dev/null
   local t0=$SECONDS done="" failed=""
   while ((SECONDS - t0 < timeout)); do
-    done=$(kc get job "openloop-$id" -o jsonpath='{.status.succeeded}')
-    failed=$(kc get job "openloop-$id" -o jsonpath='{.status.failed}')
+    done=$(kc get job "$release-openloop-$id" -o jsonpath='{.status.succeeded}')
+    failed=$(kc get job "$release-openloop-$id" -o jsonpath='{.status.failed}')
     (("${done:-0}" + "${failed:-0}" == pods)) && break
     sleep 5
   done
-  (("${done:-0}" + "${failed:-0}" == pods)) || fail "job/openloop-$id: not finished after K8S_TIMEOUT=$timeout s"
+  (("${done:-0}" + "${failed:-0}" == pods)) || fail "job/$release-openloop-$id: not finished after K8S_TIMEOUT=$timeout s"
   if ((pods == 1)); then
     segment 0 "$id" >"$out/load.json"
     "$PYTHON" -c 'import json, sys; json.load(open(sys.argv[1]))' "$out/load.json" ||
@@ -127,14 +127,14 @@ report() {
   dir=$(mktemp -d) pf=""
   trap '[ -z "$pf" ] || kill "$pf" 2>/dev/null || true; rm -rf "$dir"' EXIT
   kc get secret "$release-prometheus-auth" -o jsonpath='{.data.password}' | base64 -d >"$dir/password"
-  kc port-forward svc/prometheus :9090 >"$dir/pf.log" 2>&1 &
+  kc port-forward "svc/$release-prometheus" :9090 >"$dir/pf.log" 2>&1 &
   pf=$!
   for _ in $(seq 50); do
     port=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$dir/pf.log" | head -1)
     [ -z "$port" ] || break
     sleep 0.2
   done
-  [ -n "$port" ] || fail "kubectl port-forward to svc/prometheus did not start: $(cat "$dir/pf.log")"
+  [ -n "$port" ] || fail "kubectl port-forward to svc/$release-prometheus did not start: $(cat "$dir/pf.log")"
   PROMETHEUS_USER=$(helm get values "$release" --namespace "$ns" --all -o json | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["prometheus"]["user"])') \
     PROMETHEUS_PASSWORD_FILE=$dir/password MARGIN=${MARGIN:-$(scripts/dotenv.sh MARGIN)} "$PYTHON" -m report --run "$id" \
       --prometheus "http://127.0.0.1:$port"

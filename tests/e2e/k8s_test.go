@@ -200,7 +200,7 @@ load:
 			t.Errorf("at the node's default backlog the burst failed (%v): %v; want no 502 on either path", err, calm)
 		}
 		must(append(env, "K8S_SET=sysctls.somaxconn=1"), "make", "k8s-up")
-		if got := strings.TrimSpace(must(nil, "kubectl", "exec", "-n", "uds-lab-e2e", "deploy/app", "-c", "nginx", "--",
+		if got := strings.TrimSpace(must(nil, "kubectl", "exec", "-n", "uds-lab-e2e", "deploy/lab-app", "-c", "nginx", "--",
 			"cat", "/proc/sys/net/core/somaxconn")); got != "1" {
 			t.Fatalf("the app's pod has net.core.somaxconn=%s, want 1", got)
 		}

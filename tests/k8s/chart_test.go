@@ -340,3 +340,7 @@ func cache(t testing.TB) string {
 	}
 	return filepath.Join(home, ".cache", "uds-lab")
 }
+
+// named is an object's name in the rendering: the release's name, then the
+// component's (lab-app, lab-openloop-t1).
+func named(component string) string { return release + "-" + component }

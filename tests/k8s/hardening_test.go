@@ -90,33 +90,33 @@ func TestHardeningMutationsAreCaught(t *testing.T) {
 	yes, no, root := true, false, int64(0)
 	mutations := map[string]func(m Manifests){
 		"nginx drops NET_RAW only": func(m Manifests) {
-			m.Get("Deployment", "app").Spec.Template.Spec.Container("nginx").SecurityContext.Capabilities.Drop = []string{"NET_RAW"}
+			m.Get("Deployment", named("app")).Spec.Template.Spec.Container("nginx").SecurityContext.Capabilities.Drop = []string{"NET_RAW"}
 		},
 		"the app adds NET_ADMIN": func(m Manifests) {
-			m.Get("Deployment", "app").Spec.Template.Spec.Container("app").SecurityContext.Capabilities.Add = []string{"NET_ADMIN"}
+			m.Get("Deployment", named("app")).Spec.Template.Spec.Container("app").SecurityContext.Capabilities.Add = []string{"NET_ADMIN"}
 		},
 		"the log exporter (an init container) keeps its capabilities": func(m Manifests) {
-			m.Get("Deployment", "nginx").Spec.Template.Spec.Container("log-exporter").SecurityContext.Capabilities = nil
+			m.Get("Deployment", named("nginx")).Spec.Template.Spec.Container("log-exporter").SecurityContext.Capabilities = nil
 		},
 		"the Job's container writes its root file system": func(m Manifests) {
-			c := &m.Get("Job", "openloop-t1").Spec.Template.Spec.Containers[0]
+			c := &m.Get("Job", named("openloop-t1")).Spec.Template.Spec.Containers[0]
 			c.SecurityContext.ReadOnlyRootFilesystem = &no
 		},
 		"Prometheus may escalate": func(m Manifests) {
-			c := &m.Get("Deployment", "prometheus").Spec.Template.Spec.Containers[0]
+			c := &m.Get("Deployment", named("prometheus")).Spec.Template.Spec.Containers[0]
 			c.SecurityContext.AllowPrivilegeEscalation = &yes
 		},
 		"the app runs as root": func(m Manifests) {
-			c := m.Get("Deployment", "app").Spec.Template.Spec.Container("app")
+			c := m.Get("Deployment", named("app")).Spec.Template.Spec.Container("app")
 			c.SecurityContext.RunAsUser, c.SecurityContext.RunAsNonRoot = &root, nil
-			m.Get("Deployment", "app").Spec.Template.Spec.SecurityContext.RunAsNonRoot = nil
+			m.Get("Deployment", named("app")).Spec.Template.Spec.SecurityContext.RunAsNonRoot = nil
 		},
 		"nginx unconfined": func(m Manifests) {
-			pod := &m.Get("Deployment", "nginx").Spec.Template.Spec
+			pod := &m.Get("Deployment", named("nginx")).Spec.Template.Spec
 			pod.Container("nginx").SecurityContext.SeccompProfile = &SeccompProfile{Type: "Unconfined"}
 		},
 		"privileged": func(m Manifests) {
-			m.Get("Deployment", "nginx").Spec.Template.Spec.Container("nginx").SecurityContext.Privileged = &yes
+			m.Get("Deployment", named("nginx")).Spec.Template.Spec.Container("nginx").SecurityContext.Privileged = &yes
 		},
 	}
 	for name, mutate := range mutations {

@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -34,7 +35,7 @@ func renderChartNginx(t *testing.T, m Manifests, deploy string) (string, string)
 // replaced (ports and the app's addresses, to run it here).
 func renderChartNginxWith(t *testing.T, m Manifests, deploy string, override map[string]string) (string, string) {
 	t.Helper()
-	pod := &m.must(t, "Deployment", deploy).Spec.Template.Spec
+	pod := &m.must(t, "Deployment", named(deploy)).Spec.Template.Spec
 	c := pod.Container("nginx")
 	if c == nil {
 		t.Fatalf("Deployment %s has no nginx container", deploy)
@@ -137,11 +138,15 @@ func TestNginxConfigFromChart(t *testing.T) {
 	}
 }
 
-// Each nginx listens where the catalogue's URL for it points, through a
-// Service of the chart: the plan's URLs (nginx:8080, app:8090) reach them.
+// Each nginx listens where the chart's catalogue's URL for it points (the
+// catalogue the generator's plan reads), through a Service of this release:
+// the plan's URLs (lab-nginx:8080, lab-app:8090) reach them.
 func TestCatalogueURLsReachChartNginx(t *testing.T) {
 	m := parse(t, render(t, nil))
-	cat := lab.ReadCatalogue(t)
+	var cat lab.Catalogue
+	if err := json.Unmarshal([]byte(m.must(t, "ConfigMap", release+"-catalogue").Data["catalogue.json"]), &cat); err != nil {
+		t.Fatal(err)
+	}
 	for deploy, name := range chartNginx {
 		n, ok := cat.Nginx[name]
 		if !ok {
@@ -156,7 +161,7 @@ func TestCatalogueURLsReachChartNginx(t *testing.T) {
 			t.Errorf("catalogue.json reaches %s at %s: the chart has no Service %s", name, n.URL, host)
 			continue
 		}
-		c := m.must(t, "Deployment", deploy).Spec.Template.Spec.Container("nginx")
+		c := m.must(t, "Deployment", named(deploy)).Spec.Template.Spec.Container("nginx")
 		found := false
 		for _, p := range svc.Spec.Ports {
 			if p.Port > 0 && strings.TrimSpace(port) == strconv.Itoa(p.Port) && p.TargetPort == "nginx-http" {
@@ -175,7 +180,7 @@ func TestCatalogueURLsReachChartNginx(t *testing.T) {
 				name, n.URL, host, port, deploy, listen, httpPort)
 		}
 		// The Service selects the pod that nginx runs in.
-		labels := m.must(t, "Deployment", deploy).Spec.Template.Metadata.Labels
+		labels := m.must(t, "Deployment", named(deploy)).Spec.Template.Metadata.Labels
 		sel, _ := svc.Spec.Selector.(map[string]any)
 		if len(sel) == 0 {
 			t.Errorf("Service %s selects nothing", host)

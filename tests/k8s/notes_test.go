@@ -50,7 +50,7 @@ func TestNotesSayWhatToRunNext(t *testing.T) {
 	// What k8s.sh does, which the notes must say in the same words.
 	for _, s := range []string{`ns=${K8S_NAMESPACE:-uds-lab} release=${K8S_RELEASE:-lab}`,
 		`kc get secret "$release-prometheus-auth" -o jsonpath='{.data.password}' | base64 -d`,
-		`kc port-forward svc/prometheus :9090`, `"$PYTHON" -m report --run "$id"`,
+		`kc port-forward "svc/$release-prometheus" :9090`, `"$PYTHON" -m report --run "$id"`,
 		`v.pop("load", None)`, `helm upgrade "$release" k8s/uds-lab --values "$tmp" "${args[@]}" --set load.enabled=true`} {
 		if !strings.Contains(string(script), s) {
 			t.Fatalf("scripts/k8s.sh no longer has %q: check templates/NOTES.txt still says what it does, then this test", s)
@@ -69,9 +69,9 @@ func TestNotesSayWhatToRunNext(t *testing.T) {
 		"K8S_NAMESPACE=" + ns + " K8S_RELEASE=" + rel + " make k8s-report",
 		"results/<run>/report.md",
 		"kubectl --namespace " + ns + " get secret " + rel + "-prometheus-auth -o jsonpath='{.data.password}' | base64 -d",
-		"kubectl --namespace " + ns + " port-forward svc/prometheus 9090",
+		"kubectl --namespace " + ns + " port-forward svc/" + rel + "-prometheus 9090",
 		`user "uds-lab"`,
-		"one lab per namespace",
+		"another release may share this namespace",
 		"K8S_SET",
 		"helm uninstall removes it",
 	} {
@@ -82,11 +82,11 @@ func TestNotesSayWhatToRunNext(t *testing.T) {
 	// The objects they name are the chart's.
 	m := parse(t, render(t, nil))
 	m.must(t, "Secret", release+"-prometheus-auth")
-	m.must(t, "Service", "prometheus")
+	m.must(t, "Service", named("prometheus"))
 	for _, d := range []string{"app", "nginx", "prometheus"} {
-		m.must(t, "Deployment", d)
-		if !strings.Contains(n, "deployment/"+d) {
-			t.Errorf("the notes do not wait for deployment/%s", d)
+		m.must(t, "Deployment", named(d))
+		if !strings.Contains(n, "deployment/"+rel+"-"+d) {
+			t.Errorf("the notes do not wait for deployment/%s-%s", rel, d)
 		}
 	}
 	if strings.Contains(n, "openloop-") {
@@ -96,7 +96,7 @@ func TestNotesSayWhatToRunNext(t *testing.T) {
 	// Values change what they say: a Job in the release, Prometheus's user,
 	// the sysctl's exception.
 	n = notes(t, rel, ns, []string{"load.enabled=true", "load.testid=t1", "prometheus.user=reader", "sysctls.somaxconn=64"})
-	for _, want := range []string{"openloop-t1", `user "reader"`, "--allowed-unsafe-sysctls"} {
+	for _, want := range []string{rel + "-openloop-t1", `user "reader"`, "--allowed-unsafe-sysctls"} {
 		if !strings.Contains(n, want) {
 			t.Errorf("the notes with %q do not say %q:\n%s", "load.enabled, prometheus.user, sysctls.somaxconn", want, n)
 		}

@@ -36,8 +36,8 @@ func q(cpu, memory, disk string) map[string]string {
 // makes the app's and nginx's pods Guaranteed (every request its limit).
 func TestResourcesDefaults(t *testing.T) {
 	m := parse(t, render(t, []string{"load.enabled=true", "load.testid=t1"}))
-	app, nginx, prom, job := pod(t, m, "Deployment", "app"), pod(t, m, "Deployment", "nginx"),
-		pod(t, m, "Deployment", "prometheus"), pod(t, m, "Job", "openloop-t1")
+	app, nginx, prom, job := pod(t, m, "Deployment", named("app")), pod(t, m, "Deployment", named("nginx")),
+		pod(t, m, "Deployment", named("prometheus")), pod(t, m, "Job", named("openloop-t1"))
 	for _, c := range []struct {
 		where           string
 		c               *Container
@@ -67,7 +67,7 @@ func TestResourcesDefaults(t *testing.T) {
 	// even with a lower request asked for.
 	m = parse(t, render(t, []string{"pinning.guaranteed=true", "app.resources.requests.cpu=250m"}))
 	for _, d := range []string{"app", "nginx"} {
-		p := pod(t, m, "Deployment", d)
+		p := pod(t, m, "Deployment", named(d))
 		for _, c := range append(append([]Container{}, p.InitContainers...), p.Containers...) {
 			if !reflect.DeepEqual(c.Resources.Limits, c.Resources.Requests) || c.Resources.Limits["cpu"] == "" {
 				t.Errorf("pinning.guaranteed: %s/%s: requests %v, limits %v: not Guaranteed", d, c.Name, c.Resources.Requests, c.Resources.Limits)
@@ -82,8 +82,8 @@ func TestResourcesDefaults(t *testing.T) {
 // the chart's preference for other nodes than the node under test added).
 func TestComponentValues(t *testing.T) {
 	m := parse(t, render(t, placedSets))
-	app, nginx, prom, job := pod(t, m, "Deployment", "app"), pod(t, m, "Deployment", "nginx"),
-		pod(t, m, "Deployment", "prometheus"), pod(t, m, "Job", "openloop-placed")
+	app, nginx, prom, job := pod(t, m, "Deployment", named("app")), pod(t, m, "Deployment", named("nginx")),
+		pod(t, m, "Deployment", named("prometheus")), pod(t, m, "Job", named("openloop-placed"))
 
 	wantResources(t, "app/app", app.Container("app"), q("1", "300Mi", "1Gi"), q("250m", "300Mi", "1Gi"))
 	wantResources(t, "app/remove-stale-socket", app.Container("remove-stale-socket"), q("50m", "32Mi", "64Mi"), q("50m", "32Mi", "64Mi"))

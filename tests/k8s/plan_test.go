@@ -185,7 +185,7 @@ func TestRunIsTheJobAlone(t *testing.T) {
 	}
 	run := parse(t, out)
 	installed := parse(t, render(t, nil))
-	job := run.must(t, "Job", "openloop-r7")
+	job := run.must(t, "Job", named("openloop-r7"))
 	run.must(t, "NetworkPolicy", release+"-openloop")
 	for _, v := range job.Spec.Template.Spec.Volumes {
 		if v.ConfigMap != nil && installed.Get("ConfigMap", v.ConfigMap.Name) == nil {
@@ -197,7 +197,7 @@ func TestRunIsTheJobAlone(t *testing.T) {
 	}
 	withRun := render(t, sets)
 	for _, d := range []string{"app", "nginx", "prometheus"} {
-		a, b := docOf(t, render(t, nil), "Deployment", d), docOf(t, withRun, "Deployment", d)
+		a, b := docOf(t, render(t, nil), "Deployment", named(d)), docOf(t, withRun, "Deployment", named(d))
 		if a != b {
 			t.Errorf("enabling a run changes Deployment %s (its pods would restart)", d)
 		}

@@ -75,7 +75,7 @@ func TestProbesAgainstRealNginx(t *testing.T) {
 		t.Run(c.deploy, func(t *testing.T) {
 			app := startProbeApp(t)
 			port, status := lab.FreePort(t), lab.FreePort(t)
-			pod := &m.must(t, "Deployment", c.deploy).Spec.Template.Spec
+			pod := &m.must(t, "Deployment", named(c.deploy)).Spec.Template.Spec
 			nginxC := pod.Container("nginx")
 			override := map[string]string{
 				"NGINX_LISTEN_PORT": strconv.Itoa(port), "NGINX_STATUS_PORT": strconv.Itoa(status),

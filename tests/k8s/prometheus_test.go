@@ -88,7 +88,7 @@ func TestPrometheusOnTheCluster(t *testing.T) {
 	if err := yaml.Unmarshal(cb, &composeFile); err != nil {
 		t.Fatal(err)
 	}
-	pod := &m.must(t, "Deployment", "prometheus").Spec.Template.Spec
+	pod := &m.must(t, "Deployment", named("prometheus")).Spec.Template.Spec
 	prom := pod.Container("prometheus")
 	// compose's flags with their defaults (${VAR:-default}: make sets the
 	// remote-write flag from PROMETHEUS_REMOTE_WRITE, off by default).

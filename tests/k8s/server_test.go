@@ -224,6 +224,30 @@ func TestChartOnARealAPIServer(t *testing.T) {
 			t.Fatalf("a port named app-http-listener: want the server's refusal, got %v", err)
 		}
 	})
+	// Two releases in one namespace, each with a run: both are installed,
+	// and every object of each is on the server, labelled with its release.
+	t.Run("two releases in one namespace", func(t *testing.T) {
+		const ns = "lab-two"
+		sets := setArgs([]string{"load.enabled=true", "load.testid=t1"})
+		for _, rel := range []string{release, "second"} {
+			args := append([]string{"install", rel, chartDir(t), "--namespace", ns, "--create-namespace", "--kubeconfig", s.kubeconfig}, sets...)
+			if out, err := helm(t, args...); err != nil {
+				t.Fatalf("helm install %s beside another release: %v\n%s", rel, err, out)
+			}
+		}
+		for _, rel := range []string{release, "second"} {
+			out, err := helm(t, append([]string{"template", rel, chartDir(t), "--namespace", ns}, sets...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range parse(t, out) {
+				code, body := s.get(objectPath(ns, o))
+				if code != http.StatusOK || !strings.Contains(string(body), `"app.kubernetes.io/instance":"`+rel+`"`) {
+					t.Errorf("release %s: %s %s: HTTP %d, not the release's: %.200s", rel, o.Kind, o.Metadata.Name, code, body)
+				}
+			}
+		}
+	})
 	t.Run("uninstall leaves nothing", func(t *testing.T) { uninstallLeavesNothing(t, s) })
 	t.Run("upgrade keeps the password", func(t *testing.T) {
 		ns := "lab-upgrade"
@@ -283,34 +307,35 @@ func uninstallLeavesNothing(t *testing.T, s *apiServer) {
 			"KUBECONFIG="+s.kubeconfig, "K8S_NAMESPACE="+ns, "TESTID="+id, "K8S_TIMEOUT=1"), env...)
 		out, err := cmd.CombinedOutput()
 		// The Job never runs here: k8s.sh waits K8S_TIMEOUT and says so.
-		if !strings.Contains(string(out), "job/openloop-"+id+": not finished after K8S_TIMEOUT=1 s") {
-			t.Fatalf("k8s.sh load: %v\n%s\nwant it to start job/openloop-%s and wait for it", err, out, id)
+		job := named("openloop-" + id)
+		if !strings.Contains(string(out), "job/"+job+": not finished after K8S_TIMEOUT=1 s") {
+			t.Fatalf("k8s.sh load: %v\n%s\nwant it to start job/%s and wait for it", err, out, job)
 		}
-		code, body := s.get("/apis/batch/v1/namespaces/" + ns + "/jobs/openloop-" + id)
+		code, body := s.get("/apis/batch/v1/namespaces/" + ns + "/jobs/" + job)
 		if code != http.StatusOK {
-			t.Fatalf("job/openloop-%s after k8s.sh load: HTTP %d %.200s", id, code, body)
+			t.Fatalf("job/%s after k8s.sh load: HTTP %d %.200s", job, code, body)
 		}
 		return body
 	}
 	if job := load("gone1", "K8S_SET=load.rate=50"); !strings.Contains(string(job), `{"name":"RATE","value":"50"}`) {
-		t.Errorf("job/openloop-gone1 does not run K8S_SET's rate: %.300s", job)
+		t.Errorf("job/lab-openloop-gone1 does not run K8S_SET's rate: %.300s", job)
 	}
 	manifest, err := helm(t, "get", "manifest", release, "--namespace", ns, "--kubeconfig", s.kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"kind: Job\nmetadata:\n  name: openloop-gone1", "name: " + release + "-openloop"} {
+	for _, want := range []string{"kind: Job\nmetadata:\n  name: " + named("openloop-gone1"), "name: " + release + "-openloop"} {
 		if !strings.Contains(manifest, want) {
 			t.Errorf("the release's manifest after k8s.sh load has no %q: the run's Job is not the release's", want)
 		}
 	}
 	if job := load("gone2"); !strings.Contains(string(job), `{"name":"RATE","value":"500"}`) {
-		t.Errorf("job/openloop-gone2 does not run values.yaml's rate (the last run's K8S_SET leaked?): %.300s", job)
+		t.Errorf("job/lab-openloop-gone2 does not run values.yaml's rate (the last run's K8S_SET leaked?): %.300s", job)
 	}
-	if code, _ := s.get("/apis/batch/v1/namespaces/" + ns + "/jobs/openloop-gone1"); code != http.StatusNotFound {
-		t.Errorf("job/openloop-gone1 after the next run: HTTP %d, want 404 (the release's last run only)", code)
+	if code, _ := s.get("/apis/batch/v1/namespaces/" + ns + "/jobs/" + named("openloop-gone1")); code != http.StatusNotFound {
+		t.Errorf("job/lab-openloop-gone1 after the next run: HTTP %d, want 404 (the release's last run only)", code)
 	}
-	if _, body := s.get("/apis/apps/v1/namespaces/" + ns + "/deployments/app"); !strings.Contains(string(body), `"sysctls":[{"name":"net.core.somaxconn","value":"64"}]`) {
+	if _, body := s.get("/apis/apps/v1/namespaces/" + ns + "/deployments/" + named("app")); !strings.Contains(string(body), `"sysctls":[{"name":"net.core.somaxconn","value":"64"}]`) {
 		t.Errorf("the app's pod lost the release's sysctls.somaxconn=64 in a run: %.300s", body)
 	}
 	if out, err := helm(t, "uninstall", release, "--namespace", ns, "--kubeconfig", s.kubeconfig, "--wait"); err != nil {

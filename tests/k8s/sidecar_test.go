@@ -17,7 +17,7 @@ import (
 // only once its log exporter's FIFO exists. Empty: none.
 func sidecarProblems(m Manifests) []string {
 	var bad []string
-	d := m.Get("Deployment", "app")
+	d := m.Get("Deployment", named("app"))
 	if d == nil {
 		return []string{"no Deployment app"}
 	}
@@ -135,7 +135,7 @@ func TestSidecarMutationsAreCaught(t *testing.T) {
 		if len(sidecarProblems(m)) != 0 {
 			t.Fatalf("the chart as it is: %v", sidecarProblems(m))
 		}
-		mutate(&m.Get("Deployment", "app").Spec.Template.Spec)
+		mutate(&m.Get("Deployment", named("app")).Spec.Template.Spec)
 		if len(sidecarProblems(m)) == 0 {
 			t.Errorf("mutation %q: not caught", name)
 		}
@@ -152,7 +152,7 @@ func TestInputs(t *testing.T) {
 		pod := o.Spec.Template.Spec
 		for _, v := range pod.Volumes {
 			holds := v.Secret != nil && v.Secret.SecretName == secret
-			if holds && o.Metadata.Name != "prometheus" {
+			if holds && o.Metadata.Name != named("prometheus") {
 				t.Errorf("%s %s mounts Prometheus's password", o.Kind, o.Metadata.Name)
 			}
 		}
@@ -164,11 +164,11 @@ func TestInputs(t *testing.T) {
 			}
 		}
 	}
-	app := m.must(t, "Deployment", "app").Spec.Template.Spec.Container("app")
+	app := m.must(t, "Deployment", named("app")).Spec.Template.Spec.Container("app")
 	if app.Mount("log") != nil {
 		t.Error("the app's container mounts the log exporter's FIFO folder")
 	}
-	if m.Get("Job", "openloop-t1") == nil {
+	if m.Get("Job", named("openloop-t1")) == nil {
 		t.Fatal("no Job openloop-t1 with load.enabled")
 	}
 }
@@ -181,7 +181,7 @@ func TestInputs(t *testing.T) {
 func TestLogExporterWiring(t *testing.T) {
 	m := parse(t, render(t, nil))
 	for deploy := range chartNginx {
-		pod := &m.must(t, "Deployment", deploy).Spec.Template.Spec
+		pod := &m.must(t, "Deployment", named(deploy)).Spec.Template.Spec
 		nginx, exp := pod.Container("nginx"), pod.Container("log-exporter")
 		if exp == nil || exp.RestartPolicy != "Always" || exp.StartupProbe == nil {
 			t.Errorf("%s: no log exporter started before nginx (a native sidecar with a startup probe)", deploy)

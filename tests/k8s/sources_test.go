@@ -79,7 +79,7 @@ func TestChartCarriesTheLabsFiles(t *testing.T) {
 	}
 	tpl := m.must(t, "ConfigMap", release+"-nginx-templates")
 	items := map[string]string{} // path under /etc/nginx/templates -> key
-	if v := m.must(t, "Deployment", "app").Spec.Template.Spec.Volume("nginx-templates"); v != nil && v.ConfigMap != nil {
+	if v := m.must(t, "Deployment", named("app")).Spec.Template.Spec.Volume("nginx-templates"); v != nil && v.ConfigMap != nil {
 		for _, it := range v.ConfigMap.Items {
 			items[it.Path] = it.Key
 		}
@@ -113,8 +113,16 @@ func TestChartCarriesTheLabsFiles(t *testing.T) {
 	if tpl.Data["healthcheck.sh"] != read("nginx/healthcheck.sh") {
 		t.Error("the chart's healthcheck.sh differs from nginx/healthcheck.sh")
 	}
-	if m.must(t, "ConfigMap", release+"-catalogue").Data["catalogue.json"] != read("catalogue.json") {
-		t.Error("the chart's catalogue.json differs from the repository's")
+	// The catalogue's nginx URLs name this release's Services; nothing else differs.
+	cat := m.must(t, "ConfigMap", release+"-catalogue").Data["catalogue.json"]
+	for _, u := range [][2]string{{"http://nginx:8080", "http://" + named("nginx") + ":8080"}, {"http://app:8090", "http://" + named("app") + ":8090"}} {
+		if !strings.Contains(cat, `"url": "`+u[1]+`"`) {
+			t.Errorf("the chart's catalogue.json does not reach %s at %s", u[0], u[1])
+		}
+		cat = strings.ReplaceAll(cat, `"url": "`+u[1]+`"`, `"url": "`+u[0]+`"`)
+	}
+	if cat != read("catalogue.json") {
+		t.Error("the chart's catalogue.json differs from the repository's by more than its nginx URLs")
 	}
 	lg := m.must(t, "ConfigMap", release+"-loadgen")
 	for _, f := range []string{"plan.py"} {
@@ -135,8 +143,11 @@ func TestChartCarriesTheLabsFiles(t *testing.T) {
 		}
 	}
 	ds := m.must(t, "ConfigMap", release+"-datasource")
-	if ds.Data["uds-lab-prometheus.yaml"] != read("grafana/provisioning/datasources/prometheus.yaml") || ds.Metadata.Labels["grafana_datasource"] != "1" {
-		t.Error("the chart's datasource differs from grafana/provisioning/datasources/prometheus.yaml, or lacks the label grafana_datasource=1")
+	// Its URL is this release's Prometheus by its full name; nothing else differs.
+	url := "url: http://" + named("prometheus") + "." + namespace + ".svc:9090\n"
+	if got := ds.Data["uds-lab-prometheus.yaml"]; !strings.Contains(got, url) ||
+		strings.Replace(got, url, "url: http://prometheus:9090\n", 1) != read("grafana/provisioning/datasources/prometheus.yaml") || ds.Metadata.Labels["grafana_datasource"] != "1" {
+		t.Errorf("the chart's datasource is not grafana/provisioning/datasources/prometheus.yaml with %q, or lacks the label grafana_datasource=1", url)
 	}
 }
 
@@ -263,14 +274,16 @@ func TestNginxEnvMatchesCompose(t *testing.T) {
 		if len(want) == 0 {
 			t.Fatalf("compose.yaml's %s has no environment", svc)
 		}
-		got := m.must(t, "Deployment", deploy).Spec.Template.Spec.Container("nginx").EnvMap()
+		got := m.must(t, "Deployment", named(deploy)).Spec.Template.Spec.Container("nginx").EnvMap()
 		for k, v := range want {
 			g, ok := got[k]
 			s, _ := v.(string)
 			switch {
 			case !ok:
 				t.Errorf("Deployment %s's nginx lacks %s, which compose gives %s", deploy, k, svc)
-			case s != "" && !strings.Contains(s, "${") && g != s:
+			case k == "APP_TCP_UPSTREAM" && deploy == "nginx" && g != release+"-"+s:
+				t.Errorf("Deployment %s's nginx: %s=%q; compose gives %s %q, which is this release's Service %s-%s", deploy, k, g, svc, s, release, s)
+			case k != "APP_TCP_UPSTREAM" && s != "" && !strings.Contains(s, "${") && g != s:
 				t.Errorf("Deployment %s's nginx: %s=%q; compose gives %s %q", deploy, k, g, svc, s)
 			}
 		}
@@ -391,11 +404,11 @@ func TestRenderedEnvIsEnvs(t *testing.T) {
 			t.Errorf("%s: no variable of .env in its environment", where)
 		}
 	}
-	app := &m.must(t, "Deployment", "app").Spec.Template.Spec
+	app := &m.must(t, "Deployment", named("app")).Spec.Template.Spec
 	check("app/app", app.Container("app"))
 	check("app/nginx", app.Container("nginx"))
-	check("nginx/nginx", m.must(t, "Deployment", "nginx").Spec.Template.Spec.Container("nginx"))
-	check("openloop-t1/plan", m.must(t, "Job", "openloop-t1").Spec.Template.Spec.Container("plan"))
+	check("nginx/nginx", m.must(t, "Deployment", named("nginx")).Spec.Template.Spec.Container("nginx"))
+	check("openloop-t1/plan", m.must(t, "Job", named("openloop-t1")).Spec.Template.Spec.Container("plan"))
 	if got, want := app.Container("app").EnvMap()["APP_SOCKET_GID"], env["APP_GID"]; got != want {
 		t.Errorf("APP_SOCKET_GID=%q; .env's APP_GID is %q", got, want)
 	}
@@ -411,10 +424,10 @@ func TestWholeNumbersInFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := parse(t, out)
-	if got := m.must(t, "Deployment", "app").Spec.Template.Spec.Container("app").EnvMap()["APP_DOWNLOAD_SIZE"]; got != "1073741824" {
+	if got := m.must(t, "Deployment", named("app")).Spec.Template.Spec.Container("app").EnvMap()["APP_DOWNLOAD_SIZE"]; got != "1073741824" {
 		t.Errorf("APP_DOWNLOAD_SIZE=%q, want 1073741824", got)
 	}
-	plan := m.must(t, "Job", "openloop-20261125").Spec.Template.Spec.Container("plan").EnvMap()
+	plan := m.must(t, "Job", named("openloop-20261125")).Spec.Template.Spec.Container("plan").EnvMap()
 	for k, want := range map[string]string{"SEED": "2147483647", "RATE": "1000000", "TESTID": "20261125"} {
 		if plan[k] != want {
 			t.Errorf("%s=%q, want %s", k, plan[k], want)

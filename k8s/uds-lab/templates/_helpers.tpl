@@ -12,6 +12,19 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end }}
 
+{{/*
+An object's name: <release>-<component>, so that releases in one namespace
+never share a name. A Service's or Job's name is a DNS label (63 characters
+at most): (dict "root" $ "component" "app")
+*/}}
+{{- define "uds-lab.name" -}}
+{{- $n := printf "%s-%s" .root.Release.Name .component -}}
+{{- if gt (len $n) 63 -}}
+{{- fail (printf "the release's name %q is too long: the object %q would have more than 63 characters (a shorter release name, or a shorter load.testid)" .root.Release.Name $n) -}}
+{{- end -}}
+{{- $n -}}
+{{- end }}
+
 {{/* The selector of one component: (dict "root" $ "component" "app") */}}
 {{- define "uds-lab.selector" -}}
 app.kubernetes.io/name: uds-lab
@@ -37,6 +50,35 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 {{- $c -}}
+{{- end }}
+
+{{/* The run's Job: <release>-openloop-<load.testid>. */}}
+{{- define "uds-lab.job" -}}
+{{- include "uds-lab.name" (dict "root" . "component" (printf "openloop-%s" (include "uds-lab.str" .Values.load.testid))) -}}
+{{- end }}
+
+{{/*
+The catalogue as the chart's pods read it: catalogue.json with the host of
+each nginx's URL, a compose service (nginx:8080, app:8090), made this
+release's Service (<release>-nginx:8080, <release>-app:8090), so that
+loadgen/plan.py writes URLs that reach this release's nginx. Every other byte
+is catalogue.json's.
+*/}}
+{{- define "uds-lab.clusterCatalogue" -}}
+{{- $text := include "uds-lab.catalogue" . -}}
+{{- $want := dict -}}
+{{- range $name, $n := (fromJson $text).nginx -}}
+{{- $host := regexFind "^http://[a-z0-9-]+" $n.url | trimPrefix "http://" -}}
+{{- $new := printf "http://%s%s" (include "uds-lab.name" (dict "root" $ "component" $host)) (trimPrefix (printf "http://%s" $host) $n.url) -}}
+{{- $text = replace (printf "%q" $n.url) (printf "%q" $new) $text -}}
+{{- $_ := set $want $name $new -}}
+{{- end -}}
+{{- range $name, $n := (fromJson $text).nginx -}}
+{{- if ne $n.url (get $want $name) -}}
+{{- fail (printf "catalogue.json: nginx %s's url could not be given this release's Service (%q, want %q)" $name $n.url (get $want $name)) -}}
+{{- end -}}
+{{- end -}}
+{{- $text -}}
 {{- end }}
 
 {{/*
@@ -70,7 +112,7 @@ twins.
 {{/*
 The environment of one nginx, as compose gives it (the official image's
 entrypoint renders /etc/nginx/templates/*.template with it):
-(dict "root" $ "port" 8080 "status" 8081 "suffix" "" "upstream" "app:8080")
+(dict "root" $ "port" 8080 "status" 8081 "suffix" "" "upstream" "lab-app:8080")
 */}}
 {{- define "uds-lab.nginxEnv" -}}
 {{- $v := .root.Values -}}
@@ -191,7 +233,7 @@ nodeUnderTest.labels (the component's own wins on a key both name).
       app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- define "uds-lab.dns" -}}
-# Names (app, prometheus) through the cluster's DNS, wherever it runs.
+# Names (<release>-app, <release>-nginx) through the cluster's DNS, wherever it runs.
 - ports:
     - port: 53
       protocol: UDP
