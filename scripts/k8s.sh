@@ -8,12 +8,15 @@
 #                   The Job is the release's (helm upgrade), so helm list
 #                   shows the run and helm uninstall removes it.
 #   k8s.sh report   the report of a run (RUN=<id>, default the last) against
-#                   the cluster's Prometheus, through a port-forward
+#                   the release's Prometheus (with its login) or the one
+#                   K8S_PROMETHEUS names, through a port-forward
 # Settings: K8S_NAMESPACE (uds-lab), K8S_RELEASE (lab), K8S_VALUES (a values
 # file of yours), K8S_SET ("key=value ..." as helm --set, e.g.
 # "load.rate=200 load.scenario=ping"), K8S_PODS (generator pods, 1-16; 1),
 # K8S_TIMEOUT (seconds a run may take; 1800), K8S_NETWORK_PLUGIN (its name,
-# for the report: Kubernetes does not say), TESTID (the run's id), PYTHON.
+# for the report: Kubernetes does not say), K8S_PROMETHEUS (the cluster's
+# Prometheus for the report, <namespace>/<service>:<port>, where the release
+# runs none: prometheus.enabled=false), TESTID (the run's id), PYTHON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmd=${1:?usage: k8s.sh up|load|report}
@@ -25,6 +28,8 @@ if ! [[ $pods =~ ^[0-9]+$ ]] || ((pods < 1 || pods > 16)); then fail "K8S_PODS=$
 if ! [[ $timeout =~ ^[0-9]+$ ]] || ((timeout < 1)); then fail "K8S_TIMEOUT=$timeout: seconds, a whole number above 0"; fi
 [[ $ns =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || fail "K8S_NAMESPACE=$ns: not a namespace's name"
 [ -z "${K8S_VALUES:-}" ] || [ -r "$K8S_VALUES" ] || fail "K8S_VALUES=$K8S_VALUES: no such file"
+[ -z "${K8S_PROMETHEUS:-}" ] || [[ $K8S_PROMETHEUS =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?:[0-9]+$ ]] ||
+  fail "K8S_PROMETHEUS=$K8S_PROMETHEUS: the cluster's Prometheus as <namespace>/<service>:<port>"
 args=(--namespace "$ns")
 [ -z "${K8S_VALUES:-}" ] || args+=(--values "$K8S_VALUES")
 for kv in ${K8S_SET:-}; do
@@ -121,23 +126,34 @@ load() {
 }
 
 report() {
-  local id=${RUN:-$(cat results/last 2>/dev/null)} port
+  local id=${RUN:-$(cat results/last 2>/dev/null)} port values pns=$ns svc=$release-prometheus sport=9090
   [ -n "$id" ] || fail "no run: make k8s-load first, or RUN=<id>"
   # Global: the EXIT trap runs after this function has returned.
   dir=$(mktemp -d) pf=""
   trap '[ -z "$pf" ] || kill "$pf" 2>/dev/null || true; rm -rf "$dir"' EXIT
-  kc get secret "$release-prometheus-auth" -o jsonpath='{.data.password}' | base64 -d >"$dir/password"
-  kc port-forward "svc/$release-prometheus" :9090 >"$dir/pf.log" 2>&1 &
+  if [ -n "${K8S_PROMETHEUS:-}" ]; then
+    # The cluster's Prometheus (the chart's PodMonitors feed it): its own
+    # login, if it asks one, is PROMETHEUS_USER and PROMETHEUS_PASSWORD_FILE
+    # from the environment, as the report reads them.
+    pns=${K8S_PROMETHEUS%%/*} svc=${K8S_PROMETHEUS#*/} sport=${svc##*:} svc=${svc%:*}
+  else
+    values=$(helm get values "$release" --namespace "$ns" --all -o json)
+    [ "$(echo "$values" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["prometheus"].get("enabled", True))')" = True ] ||
+      fail "release $release runs no Prometheus (prometheus.enabled=false): name the cluster's, K8S_PROMETHEUS=<namespace>/<service>:<port>"
+    kc get secret "$release-prometheus-auth" -o jsonpath='{.data.password}' | base64 -d >"$dir/password"
+    export PROMETHEUS_PASSWORD_FILE=$dir/password
+    PROMETHEUS_USER=$(echo "$values" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["prometheus"]["user"])')
+    export PROMETHEUS_USER
+  fi
+  kubectl --namespace "$pns" port-forward "svc/$svc" ":$sport" >"$dir/pf.log" 2>&1 &
   pf=$!
   for _ in $(seq 50); do
     port=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$dir/pf.log" | head -1)
     [ -z "$port" ] || break
     sleep 0.2
   done
-  [ -n "$port" ] || fail "kubectl port-forward to svc/$release-prometheus did not start: $(cat "$dir/pf.log")"
-  PROMETHEUS_USER=$(helm get values "$release" --namespace "$ns" --all -o json | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["prometheus"]["user"])') \
-    PROMETHEUS_PASSWORD_FILE=$dir/password MARGIN=${MARGIN:-$(scripts/dotenv.sh MARGIN)} "$PYTHON" -m report --run "$id" \
-      --prometheus "http://127.0.0.1:$port"
+  [ -n "$port" ] || fail "kubectl port-forward to svc/$svc in $pns did not start: $(cat "$dir/pf.log")"
+  MARGIN=${MARGIN:-$(scripts/dotenv.sh MARGIN)} "$PYTHON" -m report --run "$id" --prometheus "http://127.0.0.1:$port"
 }
 
 case $cmd in

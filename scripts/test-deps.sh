@@ -12,7 +12,7 @@
 #   k8s                                the Helm chart's offline checks (tests/k8s): helm,
 #                                      kubeconform and kube-score from the Go module proxy,
 #                                      kubeconform's schemas generated from Kubernetes' own
-#                                      OpenAPI spec
+#                                      OpenAPI spec, the prometheus-operator's CRDs
 #   k8s-server                         the chart installed on a real kube-apiserver and
 #                                      etcd (tests/k8s), both built from the Go module proxy
 #   k8s-node                           a single-node Kubernetes for make e2e's cluster
@@ -115,6 +115,9 @@ K8S_VERSION=v1.37.2
 HELM_VERSION=v4.3.1
 KUBECONFORM_VERSION=v0.8.0
 KUBE_SCORE_VERSION=v1.20.0
+# The prometheus-operator whose CRDs (PodMonitor) the chart's podMonitors are
+# checked against (tests/k8s reads it here).
+PROMETHEUS_OPERATOR_VERSION=v0.85.0
 
 # k8s_schemas: kubeconform's strict schemas (unknown fields refused) for
 # K8S_VERSION, in $CACHE/k8s-schemas/<version>-standalone-strict, generated
@@ -147,6 +150,21 @@ k8s_schemas() {
     [ -s "$tmp/schemas/$k.json" ] || { log "openapi2jsonschema wrote no $k.json (its log: $tmp/log)"; exit 1; }
   done
   rm -rf "$out" && mv "$tmp/schemas" "$out" && rm -rf "$tmp"
+}
+
+# k8s_crds: the prometheus-operator's CRDs (PodMonitor, ServiceMonitor, ...),
+# the YAML in its Go module's source (example/prometheus-operator-crd), in
+# $CACHE/k8s-crds/prometheus-operator-<version>: tests/k8s makes kubeconform's
+# schemas from them and installs them on the real API server.
+k8s_crds() {
+  local out=$CACHE/k8s-crds/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION dir
+  [ -f "$out/monitoring.coreos.com_podmonitors.yaml" ] && return
+  dir=$(moddir "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION")
+  log "copying the prometheus-operator $PROMETHEUS_OPERATOR_VERSION CRDs (cached at $out)"
+  rm -rf "$out.tmp" && mkdir -p "$out.tmp"
+  cp "$dir"/example/prometheus-operator-crd/monitoring.coreos.com_*.yaml "$out.tmp/"
+  chmod u+w "$out.tmp"/*.yaml
+  mv "$out.tmp" "$out"
 }
 
 # kube_tree: a copy of the k8s.io/kubernetes module at K8S_VERSION that builds
@@ -301,7 +319,8 @@ for w in "${want[@]}"; do
       ln -sf "$(go_build helm "helm.sh/helm/v4@$HELM_VERSION" ./cmd/helm "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION")" "$BIN/helm"
       ln -sf "$(go_build kubeconform "github.com/yannh/kubeconform@$KUBECONFORM_VERSION" ./cmd/kubeconform)" "$BIN/kubeconform"
       ln -sf "$(go_build kube-score "github.com/zegl/kube-score@$KUBE_SCORE_VERSION" ./cmd/kube-score)" "$BIN/kube-score"
-      k8s_schemas ;;
+      k8s_schemas
+      k8s_crds ;;
     k8s-server)
       ln -sf "$(kube_build kube-apiserver ./cmd/kube-apiserver)" "$BIN/kube-apiserver"
       ln -sf "$(etcd_build)" "$BIN/etcd" ;;

@@ -46,6 +46,9 @@ var variants = []variant{
 	// Each workload's own resources and placement (a platform's nodes, taints
 	// and spreading), with the node under test: placedSets.
 	{"placed", placedSets},
+	// The cluster's Prometheus (the prometheus-operator's) instead of the
+	// chart's: PodMonitors, with a run.
+	{"cluster-prometheus", append([]string{"load.enabled=true", "load.testid=cp1"}, clusterPrometheusSets...)},
 }
 
 // Per-component resources, nodeSelector, tolerations and affinity, each

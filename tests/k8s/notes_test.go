@@ -50,7 +50,8 @@ func TestNotesSayWhatToRunNext(t *testing.T) {
 	// What k8s.sh does, which the notes must say in the same words.
 	for _, s := range []string{`ns=${K8S_NAMESPACE:-uds-lab} release=${K8S_RELEASE:-lab}`,
 		`kc get secret "$release-prometheus-auth" -o jsonpath='{.data.password}' | base64 -d`,
-		`kc port-forward "svc/$release-prometheus" :9090`, `"$PYTHON" -m report --run "$id"`,
+		`svc=$release-prometheus sport=9090`, `kubectl --namespace "$pns" port-forward "svc/$svc" ":$sport"`,
+		`K8S_PROMETHEUS=<namespace>/<service>:<port>`, `"$PYTHON" -m report --run "$id"`,
 		`v.pop("load", None)`, `helm upgrade "$release" k8s/uds-lab --values "$tmp" "${args[@]}" --set load.enabled=true`} {
 		if !strings.Contains(string(script), s) {
 			t.Fatalf("scripts/k8s.sh no longer has %q: check templates/NOTES.txt still says what it does, then this test", s)
@@ -91,6 +92,19 @@ func TestNotesSayWhatToRunNext(t *testing.T) {
 	}
 	if strings.Contains(n, "openloop-") {
 		t.Errorf("without load.enabled the notes name a Job:\n%s", n)
+	}
+
+	// With the cluster's Prometheus: the report reads the one the user names,
+	// and they name the PodMonitors and the label the operator selects.
+	n = notes(t, rel, ns, clusterPrometheusSets)
+	for _, want := range []string{"K8S_NAMESPACE=" + ns + " K8S_RELEASE=" + rel + " K8S_PROMETHEUS=<namespace>/<service>:<port> make k8s-report",
+		"PodMonitors " + rel + "-app, " + rel + "-nginx, " + rel + "-nginx-log and " + rel + "-openloop", "labelled release=monitoring"} {
+		if !strings.Contains(n, want) {
+			t.Errorf("the notes with the cluster's Prometheus do not say %q:\n%s", want, n)
+		}
+	}
+	if strings.Contains(n, "deployment/"+rel+"-prometheus") || strings.Contains(n, "prometheus-auth") {
+		t.Errorf("without the chart's Prometheus the notes name it:\n%s", n)
 	}
 
 	// Values change what they say: a Job in the release, Prometheus's user,

@@ -26,6 +26,8 @@ func TestK8sScriptRefusesBadSettings(t *testing.T) {
 		{[]string{"K8S_VALUES=/nonexistent/values.yaml"}, []string{"up"}, "K8S_VALUES=/nonexistent/values.yaml: no such file"},
 		{[]string{"K8S_SET=load.rate"}, []string{"load"}, `K8S_SET: "load.rate" is not key=value`},
 		{nil, []string{"deploy"}, "unknown command deploy (up, load, report)"},
+		{[]string{"K8S_PROMETHEUS=http://prometheus:9090"}, []string{"report"}, "K8S_PROMETHEUS=http://prometheus:9090: the cluster's Prometheus as <namespace>/<service>:<port>"},
+		{[]string{"K8S_PROMETHEUS=monitoring/prometheus"}, []string{"report"}, "K8S_PROMETHEUS=monitoring/prometheus: the cluster's Prometheus as"},
 	} {
 		cmd := exec.Command(lab.Path(t, "scripts", "k8s.sh"), c.args...)
 		// No kubectl or helm on PATH: a refusal must come before either runs.

@@ -180,6 +180,9 @@ func (s *apiServer) password(t *testing.T, ns string) string {
 
 func TestChartOnARealAPIServer(t *testing.T) {
 	s := startAPIServer(t)
+	// The prometheus-operator's PodMonitor CRD, for the cluster-prometheus
+	// variant: the server checks its objects against the CRD's schema.
+	installCRDs(t, s)
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			ns := "lab-" + v.name
@@ -250,6 +253,7 @@ func TestChartOnARealAPIServer(t *testing.T) {
 	})
 	t.Run("restricted pod security", func(t *testing.T) { testPodSecurity(t, s) })
 	t.Run("uninstall leaves nothing", func(t *testing.T) { uninstallLeavesNothing(t, s) })
+	t.Run("the report reads the cluster's Prometheus", func(t *testing.T) { reportReadsTheClusterPrometheus(t, s) })
 	t.Run("upgrade keeps the password", func(t *testing.T) {
 		ns := "lab-upgrade"
 		if out, err := helm(t, "install", release, chartDir(t), "--namespace", ns, "--create-namespace", "--kubeconfig", s.kubeconfig); err != nil {
@@ -344,6 +348,33 @@ func uninstallLeavesNothing(t *testing.T, s *apiServer) {
 	}
 	if left := s.objectsIn(t, ns); len(left) > 0 {
 		t.Errorf("helm uninstall left %d object(s) in %s: %v", len(left), ns, left)
+	}
+}
+
+// scripts/k8s.sh report with the cluster's Prometheus (prometheus.enabled=false):
+// without K8S_PROMETHEUS it says the release runs none and how to name the
+// cluster's; with it, it port-forwards to that Service in its namespace (no
+// pod answers here, so kubectl's refusal names it) and reads no Secret of the
+// release's (there is none).
+func reportReadsTheClusterPrometheus(t *testing.T, s *apiServer) {
+	const ns = "lab-report"
+	args := append([]string{"install", release, chartDir(t), "--namespace", ns, "--create-namespace", "--kubeconfig", s.kubeconfig}, setArgs(clusterPrometheusSets)...)
+	if out, err := helm(t, args...); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	report := func(env ...string) string {
+		cmd := exec.Command(lab.Path(t, "scripts", "k8s.sh"), "report")
+		cmd.Env = append(append(os.Environ(), "PATH="+filepath.Dir(lab.Tool(t, "helm"))+":"+filepath.Dir(lab.Tool(t, "kubectl"))+":"+os.Getenv("PATH"),
+			"KUBECONFIG="+s.kubeconfig, "K8S_NAMESPACE="+ns, "RUN=r1"), env...)
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	if out := report(); !strings.Contains(out, "release lab runs no Prometheus (prometheus.enabled=false): name the cluster's, K8S_PROMETHEUS=<namespace>/<service>:<port>") {
+		t.Errorf("k8s.sh report without K8S_PROMETHEUS: %s", out)
+	}
+	if out := report("K8S_PROMETHEUS=monitoring/kube-prometheus-stack-prometheus:9090"); !strings.Contains(out, "kubectl port-forward to svc/kube-prometheus-stack-prometheus in monitoring did not start") ||
+		strings.Contains(out, "prometheus-auth") {
+		t.Errorf("k8s.sh report with K8S_PROMETHEUS: %s\nwant its port-forward to that Service, and no Secret read", out)
 	}
 }
 

@@ -44,6 +44,12 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"app.protocol=grpc"}, "/app/protocol"},
 		{[]string{"app.socketMode=0666"}, "/app/socketMode"},
 		{[]string{"nginx.workerConnections=many"}, "/nginx/workerConnections"},
+		// Nothing would scrape the lab; a label the operator could not select by;
+		// NetworkPolicies that would not know the scrapers.
+		{[]string{"prometheus.enabled=false"}, "prometheus.enabled=false: nothing would scrape the lab; set podMonitors.enabled=true"},
+		{[]string{"podMonitors.enabled=true", "podMonitors.labels.release=kube prometheus"}, "/podMonitors/labels/release"},
+		{[]string{"podMonitors.enabled=true", "podMonitors.scrapers=null"}, "podMonitors.scrapers is empty"},
+		{[]string{"podMonitors.enable=true"}, "additional properties 'enable'"},
 	} {
 		args := append([]string{"template", release, chartDir(t)}, setArgs(c.sets)...)
 		out, err := helm(t, args...)
@@ -56,7 +62,8 @@ func TestChartRefusesBadValues(t *testing.T) {
 }
 
 // kubeconform, strict (unknown and duplicated fields fail), against the
-// schemas scripts/test-deps.sh generated from Kubernetes' own OpenAPI spec:
+// schemas scripts/test-deps.sh generated from Kubernetes' own OpenAPI spec,
+// and the PodMonitors against the prometheus-operator's CRDs (crdSchemas):
 // every object must have a schema (none skipped).
 func TestKubeconform(t *testing.T) {
 	version := k8sVersion(t)
@@ -64,12 +71,14 @@ func TestKubeconform(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(schemas, "v"+version+"-standalone-strict")); err != nil {
 		t.Fatalf("no schemas for Kubernetes %s (%v): run scripts/test-deps.sh k8s", version, err)
 	}
+	crds := crdSchemas(t)
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			f := writeRendering(t, render(t, v.sets))
 			out, err := exec.Command(lab.Tool(t, "kubeconform"), "-strict", "-summary", "-output", "text",
 				"-kubernetes-version", version,
 				"-schema-location", schemas+"/{{ .NormalizedKubernetesVersion }}-standalone{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json",
+				"-schema-location", crds+"/{{ .ResourceKind }}{{ .KindSuffix }}.json",
 				f).CombinedOutput()
 			if err != nil {
 				t.Fatalf("kubeconform: %v\n%s", err, out)

@@ -232,6 +232,21 @@ nodeUnderTest.labels (the component's own wins on a key both name).
       app.kubernetes.io/instance: {{ .root.Release.Name }}
       app.kubernetes.io/component: {{ .component }}
 {{- end }}
+{{/*
+Who scrapes the lab's pods (NetworkPolicy peers): the chart's Prometheus,
+and with podMonitors the cluster's (podMonitors.scrapers).
+*/}}
+{{- define "uds-lab.scrapers" -}}
+{{- if .Values.prometheus.enabled }}
+{{ include "uds-lab.peer" (dict "root" . "component" "prometheus") }}
+{{- end }}
+{{- if .Values.podMonitors.enabled }}
+{{- if not .Values.podMonitors.scrapers }}
+{{- fail "podMonitors.scrapers is empty: the NetworkPolicies need to know who scrapes the lab (the operator's Prometheus pods), or set networkPolicies.enabled=false" }}
+{{- end }}
+{{ toYaml .Values.podMonitors.scrapers }}
+{{- end }}
+{{- end }}
 {{- define "uds-lab.dns" -}}
 # Names (<release>-app, <release>-nginx) through the cluster's DNS, wherever it runs.
 - ports:

@@ -1,3 +1,13 @@
+{{/*
+The lab's scrape jobs: compose's job names (prometheus/prometheus.yml), each
+its container port by name, its interval (fast: 1 s) and the series it keeps
+(each job only its own). The chart's Prometheus (below) and the PodMonitors
+for a cluster's Prometheus (podmonitors.yaml) both read this list.
+*/}}
+{{- define "uds-lab.scrapeJobs" -}}
+{{- toJson (list (dict "name" "app" "port" "app-http" "fast" true "keep" "(app|process|go)_.+") (dict "name" "nginx" "port" "nginx-metrics" "fast" false "keep" "nginx_(connections_.+|http_requests_total|up|exporter_build_info)|(process|go)_.+") (dict "name" "nginx-log" "port" "log-metrics" "fast" true "keep" "(nginx_location|nginx_log|process|go)_.+") (dict "name" "openloop" "port" "gen-metrics" "fast" true "keep" "(openloop|process|go)_.+")) -}}
+{{- end }}
+
 {{/* Prometheus's config (prometheus.yaml), also checksummed to restart it on a change. */}}
 {{- define "uds-lab.prometheusConfig" -}}
 {{- $v := .Values -}}
@@ -7,7 +17,7 @@ global:
   evaluation_interval: 5s
 scrape_configs:
 {{- /* Each job keeps only its own series (compose's prometheus.yml does the same). */ -}}
-{{- range $job := list (dict "name" "app" "port" "app-http" "fast" true "keep" "(app|process|go)_.+") (dict "name" "nginx" "port" "nginx-metrics" "fast" false "keep" "nginx_(connections_.+|http_requests_total|up|exporter_build_info)|(process|go)_.+") (dict "name" "nginx-log" "port" "log-metrics" "fast" true "keep" "(nginx_location|nginx_log|process|go)_.+") (dict "name" "openloop" "port" "gen-metrics" "fast" true "keep" "(openloop|process|go)_.+") }}
+{{- range $job := include "uds-lab.scrapeJobs" . | fromJsonArray }}
   - job_name: {{ $job.name }}
     {{- if $job.fast }}
     scrape_interval: 1s
