@@ -355,7 +355,7 @@ func uninstallLeavesNothing(t *testing.T, s *apiServer) {
 // without K8S_PROMETHEUS it says the release runs none and how to name the
 // cluster's; with it, it port-forwards to that Service in its namespace (no
 // pod answers here, so kubectl's refusal names it) and reads no Secret of the
-// release's (there is none).
+// release's (there is none). helm uninstall removes the PodMonitors too.
 func reportReadsTheClusterPrometheus(t *testing.T, s *apiServer) {
 	const ns = "lab-report"
 	args := append([]string{"install", release, chartDir(t), "--namespace", ns, "--create-namespace", "--kubeconfig", s.kubeconfig}, setArgs(clusterPrometheusSets)...)
@@ -375,6 +375,13 @@ func reportReadsTheClusterPrometheus(t *testing.T, s *apiServer) {
 	if out := report("K8S_PROMETHEUS=monitoring/kube-prometheus-stack-prometheus:9090"); !strings.Contains(out, "kubectl port-forward to svc/kube-prometheus-stack-prometheus in monitoring did not start") ||
 		strings.Contains(out, "prometheus-auth") {
 		t.Errorf("k8s.sh report with K8S_PROMETHEUS: %s\nwant its port-forward to that Service, and no Secret read", out)
+	}
+	// The PodMonitors go with the release.
+	if out, err := helm(t, "uninstall", release, "--namespace", ns, "--kubeconfig", s.kubeconfig, "--wait"); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	if left := s.objectsIn(t, ns); len(left) > 0 {
+		t.Errorf("helm uninstall left %d object(s) in %s: %v", len(left), ns, left)
 	}
 }
 

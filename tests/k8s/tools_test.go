@@ -50,6 +50,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"podMonitors.enabled=true", "podMonitors.labels.release=kube prometheus"}, "/podMonitors/labels/release"},
 		{[]string{"podMonitors.enabled=true", "podMonitors.scrapers=null"}, "podMonitors.scrapers is empty"},
 		{[]string{"podMonitors.enable=true"}, "additional properties 'enable'"},
+		{[]string{"prometheus.enabled=maybe"}, "/prometheus/enabled"},
 	} {
 		args := append([]string{"template", release, chartDir(t)}, setArgs(c.sets)...)
 		out, err := helm(t, args...)
