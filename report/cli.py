@@ -126,7 +126,7 @@ def run(run_id, prometheus_url, results_dir, query=None, rate=None, margin_pct=N
     # A Kubernetes run (scripts/k8s.sh): where it ran, in place of compose.json.
     cluster = read_json(run_dir / "cluster.json", required=False)
     query = query or prometheus_client(prometheus_url)
-    rep = build_report(load, compose, query, prometheus_url, margin_pct)
+    rep = build_report(load, compose, query, prometheus_url, margin_pct, cluster)
     rep["cluster"], rep["segments"] = cluster, load.get("segments")
     floor = floor_report.newest(results_dir)
     rep["floor"] = floor_report.beside_paths(floor and floor_report.build(floor), rep["workloads"], rep["phases"],

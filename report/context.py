@@ -158,16 +158,18 @@ def run_warnings(load, phases, workloads, settings, gen, generator_cpus):
     return warnings
 
 
-def build_report(load, compose, query, prometheus_url=None, margin_pct=DEFAULT_MARGIN_PCT):
+def build_report(load, compose, query, prometheus_url=None, margin_pct=DEFAULT_MARGIN_PCT, cluster=None):
     """Everything report.json holds, from the inputs and a query function;
-    margin_pct: the answer's equivalence margin (MARGIN)."""
+    margin_pct: the answer's equivalence margin (MARGIN); cluster: a
+    Kubernetes run's cluster.json (scripts/k8s.sh), which words why a figure is missing."""
+    where = "compose" if cluster is None else "kubernetes"
     settings = load.get("settings") or {}
     machine = machine_info(query)  # first query: a Prometheus that does not answer stops here
     gen = generator(settings)
     comp = compose_info(compose, gen, ran(load, query))
-    baseline = idle_baseline(load, query)
+    baseline = idle_baseline(load, query, where)
     cores = server_cores(comp["limits"])
-    phases = phase_figures_with(load, query, baseline, cores)
+    phases = phase_figures_with(load, query, baseline, cores, where)
     workloads = aggregate(phases, settings)
     app = (compose or {}).get("services", {}).get("app") or {}
     stack = stack_of((app.get("labels") or {}).get("uds-lab.stack"), comp["images"].get("app"))

@@ -25,6 +25,23 @@ SPARSE_SOURCES = ("cadvisor", "node")
 CPU_TICK_S = 0.01
 # Which Prometheus job each server figure comes from, and its name, for the
 # reason a figure is missing.
+# Why cAdvisor or node-exporter is not running, where the run was: compose's
+# make up leaves either out where it cannot run; on Kubernetes the chart's
+# values turn them on (k8s/uds-lab/values.yaml, docs/kubernetes.md).
+NOT_RUNNING = {
+    "compose": {"cadvisor": " (make up leaves it out where it cannot run: see make doctor)",
+                "node": " (make up leaves it out where it cannot run: see make doctor)"},
+    "kubernetes": {"cadvisor": " (the chart's value costs.cadvisor=true turns it on: the kubelet's cAdvisor through "
+                               "the API server's node proxy, a ClusterRole for nodes/proxy; docs/kubernetes.md)",
+                   "node": " (the chart's value costs.nodeExporter=true turns it on, in a namespace labelled "
+                           "pod-security.kubernetes.io/enforce=privileged; docs/kubernetes.md)"},
+}
+NO_CONTAINER = {
+    "compose": "cAdvisor runs but labels no container (google/cadvisor#3772: see make doctor)",
+    "kubernetes": "the kubelet's cAdvisor answers but with no series of this release's containers (the kubelet's "
+                  "cAdvisor finds the containers' names in containerd at /run/containerd/containerd.sock: see "
+                  "docs/kubernetes.md)",
+}
 COLLECTORS = {"app": "the app", "nginx": "nginx-exporter", "nginx-log": "nginx-log-exporter",
               "node": "node-exporter", "node-cpu": "node-exporter (its CPU collector)", "cadvisor": "cAdvisor"}
 RAW_SOURCES = {
@@ -201,8 +218,9 @@ def sparse_estimate(query, expr, window):
     return (inc / (end - start) if fn == "rate" else inc), None
 
 
-def missing_reason(query, raw_key, problem, window, cache):
-    """Why a raw value is missing, in words, from its collector's `up` over the window."""
+def missing_reason(query, raw_key, problem, window, cache, where="compose"):
+    """Why a raw value is missing, in words, from its collector's `up` over the
+    window; where: "compose" or "kubernetes" (a run of scripts/k8s.sh)."""
     job = RAW_SOURCES.get(raw_key)
     name = COLLECTORS.get(job, job)
     if job is None:
@@ -214,12 +232,12 @@ def missing_reason(query, raw_key, problem, window, cache):
         # Its metrics are optional (make contract): an app may export none.
         return "no metrics from the app (Prometheus could not scrape its /metrics: optional, see make contract)"
     if not cache[job]:
-        hint = " (make up leaves it out where it cannot run: see make doctor)" if job in ("cadvisor", "node") else ""
+        hint = NOT_RUNNING[where].get(job, "")
         return f"{name} not running{hint}"
     if problem == "too few samples":
         return f"too few {name} samples around the window"
     if job == "cadvisor" and problem == "no series":
-        return "cAdvisor runs but labels no container (google/cadvisor#3772: see make doctor)"
+        return NO_CONTAINER[where]
     return f"no series from {name}" if problem == "no series" else f"{name}: {problem}"
 
 
@@ -249,7 +267,7 @@ def series_rate(series):
     return (total if used else None), most
 
 
-def idle_baseline(load, query):
+def idle_baseline(load, query, where="compose"):
     """The host's context switches per second with no requests, measured in the
     run's idle phase from node-exporter's samples inside it (at least two):
     the background that each phase's host figure has subtracted. Returns
@@ -274,13 +292,13 @@ def idle_baseline(load, query):
     if rate is None:
         out["missing"] = (f"the idle phase ({end - start:g} s) held {n} node-exporter sample(s), two are needed: "
                           "set IDLE >= 10 (Prometheus scrapes every 5 s)") if n else \
-            "in the idle phase: " + missing_reason(query, "ctx_switches", "no series", window, {})
+            "in the idle phase: " + missing_reason(query, "ctx_switches", "no series", window, {}, where)
         return out
     out["host_ctx_switches_per_s"] = rate
     return out
 
 
-def server_values(query, phase, window, gen="k6", cores=(None, "not asked")):
+def server_values(query, phase, window, gen="k6", cores=(None, "not asked"), where="compose"):
     """The raw values of one phase, the ones read from samples around the window
     (sparse counters), and why the others are missing. cores: server_cores()'s answer."""
     if window is None:
@@ -304,16 +322,16 @@ def server_values(query, phase, window, gen="k6", cores=(None, "not asked")):
             if raw[k] is not None:
                 estimated.append(k)
                 continue
-        why[k] = missing_reason(query, k, problem, window, cache)
+        why[k] = missing_reason(query, k, problem, window, cache, where)
     return raw, estimated, why
 
 
-def server_figures_explained(query, phase, window, gen="k6", baseline=None, cores=(None, "not asked")):
+def server_figures_explained(query, phase, window, gen="k6", baseline=None, cores=(None, "not asked"), where="compose"):
     """(figures, estimated, missing, resolution): the figures, those read from
     samples around the window, why each missing one is missing, and the
     resolution of those read from a coarse counter. baseline is
     idle_baseline's answer (None: none measured); cores server_cores()'s."""
-    raw, estimated_raw, why = server_values(query, phase, window, gen, cores)
+    raw, estimated_raw, why = server_values(query, phase, window, gen, cores, where)
     # The fine counter is an alternative to the ticks: its absence is no gap.
     why.pop("app_cpu_fine_s", None)
     idle_rate = (baseline or {}).get("host_ctx_switches_per_s")
@@ -407,7 +425,7 @@ def resolution(raw, requests=None):
     return out
 
 
-def phase_figures_with(load, query, baseline, cores=(None, "not asked")):
+def phase_figures_with(load, query, baseline, cores=(None, "not asked"), where="compose"):
     """Every measured phase with its window and figures, in run order, given
     the idle baseline (idle_baseline); `missing` says why a server figure is
     n/a, `estimated` which ones came from samples around the window,
@@ -416,7 +434,7 @@ def phase_figures_with(load, query, baseline, cores=(None, "not asked")):
     gen = generator(load.get("settings") or {})
     for p in measured_phases(load):
         window = phase_window(load, p)
-        server, estimated, missing, res = server_figures_explained(query, p, window, gen, baseline, cores)
+        server, estimated, missing, res = server_figures_explained(query, p, window, gen, baseline, cores, where)
         out.append({
             "name": p["name"],
             "workload": p["workload"],

@@ -985,6 +985,38 @@ def test_missing_node_exporter_is_named():
     assert "node-exporter not running" in rep["idle_baseline"]["missing"]
 
 
+def test_a_missing_collector_on_a_cluster_names_the_charts_value():
+    """On Kubernetes (cluster.json) a missing cAdvisor or node-exporter is the
+    chart's value to turn on, not compose's make up; compose's wording stays."""
+    k6 = make_k6(paths=("tcp", "uds"), rounds=2, duration=10)
+    table = server_table(k6, {"node_context_switches_total": None, 'up{job="node"}': 0,
+                              'up{job="cadvisor"}': 0})
+    for gen in ("nginx", "k6"):
+        table[("container_cpu_usage_seconds_total", f'service="{gen}"')] = None
+    q = fake_query(table)
+    k8s = context.build_report(k6, None, q, "http://prom:9090", cluster=CLUSTER)
+    missing = k8s["phases"][0]["missing"]
+    assert "cAdvisor not running (the chart's value costs.cadvisor=true turns it on" in missing["nginx_cpu_us_per_req"]
+    assert "costs.cadvisor=true" in missing["generator_cpu_cores"]
+    assert "node-exporter not running (the chart's value costs.nodeExporter=true turns it on, in a namespace " \
+           "labelled pod-security.kubernetes.io/enforce=privileged" in missing["host_ctx_switches_per_req"]
+    assert "costs.nodeExporter=true" in k8s["idle_baseline"]["missing"]
+    assert not any("make up" in v for p in k8s["phases"] for v in p["missing"].values())
+    md = markdown.render_markdown({**k8s, "cluster": CLUSTER})
+    assert "costs.cadvisor=true" in md and "make up leaves it out" not in md
+    compose = context.build_report(k6, COMPOSE, q, "http://prom:9090")
+    assert "cAdvisor not running (make up leaves it out" in compose["phases"][0]["missing"]["nginx_cpu_us_per_req"]
+    assert "costs." not in json.dumps(compose["phases"])
+
+
+def test_cadvisor_without_this_releases_containers_on_a_cluster():
+    k6 = make_k6(paths=("tcp", "uds"), rounds=2, duration=10)
+    rep = context.build_report(k6, None, fake_query(cadvisor_table(k6, lambda s, e: matrix(), up=1)),
+                               "http://prom:9090", cluster=CLUSTER)
+    why = rep["phases"][0]["missing"]["nginx_cpu_us_per_req"]
+    assert "no series of this release's containers" in why and "google/cadvisor#3772" not in why
+
+
 def test_an_app_without_metrics_is_named_not_down():
     # A stack that exports no metrics (issue 12): up{job="app"} is 0, and its
     # figures are n/a for that reason, not "not running"; nginx's and k6's stay.

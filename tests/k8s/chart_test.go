@@ -42,7 +42,7 @@ var variants = []variant{
 	{"pod-upstream", []string{"nginx.remoteUpstream=pod", "networkPolicies.prometheusReaders[0].podSelector.matchLabels.app=grafana"}},
 	{"pinned-node", []string{"pinning.guaranteed=true", "nodeUnderTest.labels.uds-lab/role=under-test",
 		"sysctls.somaxconn=64", "load.enabled=true", "load.testid=pinned", "load.paths={tcp-lo,uds-lo}",
-		"nginx.accessLog=off"}},
+		"nginx.accessLog=off", "costs.nodeExporter=true"}},
 	// Each workload's own resources and placement (a platform's nodes, taints
 	// and spreading), with the node under test: placedSets.
 	{"placed", placedSets},
@@ -143,6 +143,7 @@ type (
 				Value string `yaml:"value"`
 			} `yaml:"sysctls"`
 		} `yaml:"securityContext"`
+		HostPID        bool              `yaml:"hostPID"`
 		NodeSelector   map[string]string `yaml:"nodeSelector"`
 		Tolerations    []map[string]any  `yaml:"tolerations"`
 		Affinity       map[string]any    `yaml:"affinity"`
@@ -219,6 +220,9 @@ type (
 		Secret *struct {
 			SecretName string `yaml:"secretName"`
 		} `yaml:"secret"`
+		HostPath *struct {
+			Path string `yaml:"path"`
+		} `yaml:"hostPath"`
 	}
 )
 

@@ -194,6 +194,9 @@ func TestChartOnARealAPIServer(t *testing.T) {
 			// Every object the chart rendered is on the server, in its namespace.
 			m := parse(t, render(t, v.sets))
 			for _, o := range m {
+				if clusterScoped[o.Kind] { // named after the namespace too: render's is not ns
+					o.Metadata.Name = strings.Replace(o.Metadata.Name, "-"+namespace+"-", "-"+ns+"-", 1)
+				}
 				code, body := s.get(objectPath(ns, o))
 				if code != http.StatusOK {
 					t.Errorf("%s %s: HTTP %d after the install: %.200s", o.Kind, o.Metadata.Name, code, body)
@@ -252,6 +255,8 @@ func TestChartOnARealAPIServer(t *testing.T) {
 		}
 	})
 	t.Run("restricted pod security", func(t *testing.T) { testPodSecurity(t, s) })
+	t.Run("cadvisor permissions", func(t *testing.T) { testCadvisorRBAC(t, s) })
+	t.Run("node-exporter needs privileged", func(t *testing.T) { testNodeExporterPodSecurity(t, s) })
 	t.Run("uninstall leaves nothing", func(t *testing.T) { uninstallLeavesNothing(t, s) })
 	t.Run("the report reads the cluster's Prometheus", func(t *testing.T) { reportReadsTheClusterPrometheus(t, s) })
 	t.Run("upgrade keeps the password", func(t *testing.T) {
@@ -270,7 +275,7 @@ func TestChartOnARealAPIServer(t *testing.T) {
 	})
 }
 
-// objectPath is the API path of a namespaced object the chart renders.
+// objectPath is the API path of an object the chart renders (in ns where namespaced).
 func objectPath(ns string, o *Object) string {
 	group := map[string]string{"v1": "/api/v1"}[o.APIVersion]
 	if group == "" {
@@ -280,8 +285,14 @@ func objectPath(ns string, o *Object) string {
 	if strings.HasSuffix(plural, "ys") {
 		plural = strings.TrimSuffix(plural, "ys") + "ies"
 	}
+	if clusterScoped[o.Kind] {
+		return fmt.Sprintf("%s/%s/%s", group, plural, o.Metadata.Name)
+	}
 	return fmt.Sprintf("%s/namespaces/%s/%s/%s", group, ns, plural, o.Metadata.Name)
 }
+
+// The chart's cluster-wide kinds (costs.cadvisor's RBAC).
+var clusterScoped = map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}
 
 // make k8s-load's Job is the release's: scripts/k8s.sh load (run for real,
 // against this server) adds it with helm upgrade, so helm get manifest lists

@@ -51,6 +51,12 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"podMonitors.enabled=true", "podMonitors.scrapers=null"}, "podMonitors.scrapers is empty"},
 		{[]string{"podMonitors.enable=true"}, "additional properties 'enable'"},
 		{[]string{"prometheus.enabled=maybe"}, "/prometheus/enabled"},
+		// The costs: booleans; node-exporter only for the chart's own Prometheus.
+		{[]string{"costs.cadvisor=yes"}, "/costs/cadvisor"},
+		{[]string{"costs.nodeExporter=1"}, "/costs/nodeExporter"},
+		{[]string{"costs.nodeExporterResources.limits=null"}, "/costs/nodeExporterResources"},
+		{[]string{"costs.kubelet=true"}, "additional properties 'kubelet'"},
+		{[]string{"prometheus.enabled=false", "podMonitors.enabled=true", "costs.nodeExporter=true"}, "costs.nodeExporter: only the chart's Prometheus"},
 	} {
 		args := append([]string{"template", release, chartDir(t)}, setArgs(c.sets)...)
 		out, err := helm(t, args...)

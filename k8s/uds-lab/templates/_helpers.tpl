@@ -224,6 +224,27 @@ nodeUnderTest.labels (the component's own wins on a key both name).
 {{- include "uds-lab.placement" (dict "nodeSelector" $sel "tolerations" .c.tolerations "affinity" .c.affinity) -}}
 {{- end }}
 
+{{/*
+A cluster-wide object's name: the release's and its namespace's (two
+namespaces may each hold a release of one name).
+*/}}
+{{- define "uds-lab.clusterName" -}}
+{{- printf "%s-%s-prometheus" .Release.Name .Release.Namespace -}}
+{{- end }}
+
+{{/*
+Refuse what Pod Security admits at its privileged level only (.what, why),
+where the release's namespace enforces another level (read with lookup:
+nothing is checked where the installer may not read namespaces, nor offline).
+*/}}
+{{- define "uds-lab.needsPrivileged" -}}
+{{- $ns := lookup "v1" "Namespace" "" .root.Release.Namespace -}}
+{{- $level := dig "metadata" "labels" "pod-security.kubernetes.io/enforce" "" ($ns | default dict) -}}
+{{- if and $level (ne $level "privileged") -}}
+{{- fail (printf "%s: namespace %s enforces Pod Security %q, which refuses %s: %s in a namespace labelled pod-security.kubernetes.io/enforce=privileged (docs/kubernetes.md)" .value .root.Release.Namespace $level .what .fix) -}}
+{{- end -}}
+{{- end }}
+
 {{/* A NetworkPolicy peer: the pods of one component of this release. */}}
 {{- define "uds-lab.peer" -}}
 - podSelector:

@@ -89,6 +89,11 @@ inside() {
   # The namespace's own /run: containerd's shims and the pods' network
   # namespaces are kept there, apart from the host's and Docker's.
   mount -t tmpfs tmpfs /run
+  # The kubelet's cAdvisor asks containerd for each container's pod and name
+  # (the labels of /metrics/cadvisor) at containerd's default socket, a path
+  # no kubelet flag sets: without it, no series names a pod or a container.
+  mkdir -p /run/containerd
+  ln -s "$dir/containerd.sock" /run/containerd/containerd.sock
   local logs=$dir/logs k=$dir/kubeconfig p=$dir/pki
   local pids=() names=()
   bg() {
@@ -121,8 +126,11 @@ inside() {
   "$BIN/ctr" --address "$dir/containerd.sock" -n k8s.io images import "$dir/pause.tar" >/dev/null
   bg coredns "$BIN/coredns" -conf "$dir/Corefile"
   bg kube-proxy "$BIN/kube-proxy" --config "$dir/kube-proxy.yaml"
+  # cAdvisor's samples every 5 s under load, as compose's cAdvisor takes them
+  # (the kubelet's default is 10 s): a 5 s phase has samples around it.
   bg kubelet "$BIN/kubelet" --config "$dir/kubelet.yaml" --kubeconfig "$k" \
-    --hostname-override uds-lab-node --node-ip "$IP" --root-dir "$dir/kubelet"
+    --hostname-override uds-lab-node --node-ip "$IP" --root-dir "$dir/kubelet" \
+    --housekeeping-interval 5s
   touch "$dir/started"
   # Until a component stops: then the node stops with it (its log says why).
   while :; do
