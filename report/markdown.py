@@ -97,6 +97,8 @@ def cluster_lines(k, segments):
         "network, not a Docker bridge",
         "- Images: " + (", ".join(f"{n} `{i}`" for n, i in sorted((k.get("images") or {}).items())) or "n/a"),
     ]
+    if k.get("placement") is not None:
+        lines.append("- " + placement_line(k["placement"]))
     n = k.get("lo_conntrack_entries")
     lines.append("- Loopback in the app's pod: " + (
         "not measured (the sidecar could not read its network namespace's conntrack count)" if n is None else
@@ -110,6 +112,25 @@ def cluster_lines(k, segments):
             f"{segments['start_spread_ms']} ms apart): counts are sums, and every quantile, a block's median too, is "
             "read from the pods' histograms added, the quantile of their pooled requests")
     return lines
+
+
+def placement_line(placement):
+    """Where each pod ran (cluster.json's placement: component -> nodes): whether
+    tcp's nginx and the app shared a node, and where the generator ran."""
+    app, nginx, gen = (placement.get(c) or [] for c in ("app", "nginx", "openloop"))
+    names = lambda nodes: ", ".join(f"`{n}`" for n in nodes)  # noqa: E731
+    if not app or not nginx:
+        where = "Placement: n/a (cluster.json names no node of the app's pod or nginx's)"
+    elif set(app) & set(nginx):
+        where = (f"Placement: nginx and the app on one node ({names(sorted(set(app) | set(nginx)))}): the `tcp` path "
+                 "crosses the pod network inside that node, not a wire between nodes")
+    else:
+        where = (f"Placement: nginx and the app on different nodes (nginx on {names(nginx)}, the app on "
+                 f"{names(app)}): the `tcp` path crosses the network between them")
+    if gen:
+        where += f"; the generator on {names(gen)}" + (" (beside the app: its CPU is taken from the app's node)"
+                                                       if set(gen) & set(app) else "")
+    return where
 
 
 def idle_line(b):

@@ -623,7 +623,8 @@ def test_end_to_end(tmp_path, prometheus):
 
 CLUSTER = {"node": "n1", "kubelet": "v1.37.2", "kernel": "6.1.0", "os": "Debian GNU/Linux 12 (bookworm)",
            "runtime": "containerd://2.4.2", "cores": "2", "network_plugin": None, "lo_conntrack_entries": 0,
-           "images": {"app": "uds-lab/app:local", "nginx": "nginx:1.30.4", "k6": "grafana/k6:1.8.1"}}
+           "images": {"app": "uds-lab/app:local", "nginx": "nginx:1.30.4", "k6": "grafana/k6:1.8.1"},
+           "placement": {"app": ["n1"], "nginx": ["n1"], "openloop": ["n1"], "prometheus": ["n1"]}}
 
 
 @pytest.mark.parametrize("entries, says", [
@@ -649,6 +650,7 @@ def test_a_kubernetes_run_says_where_it_ran_and_how_its_pods_merged(tmp_path, pr
     assert "The generator ran as 2 pods" in md and "the quantile of their pooled requests" in md
     assert "Images: app `uds-lab/app:local`, k6 `grafana/k6:1.8.1`, nginx `nginx:1.30.4`" in md
     assert "Where the time goes (Kubernetes)" in md and "Docker bridge (veth" not in md
+    assert "- Placement: nginx and the app on one node (`n1`)" in md
     assert "tracked, as Docker sets it up" not in md and "no_compose" not in res.stdout
 
 
@@ -1365,7 +1367,8 @@ def test_pooled_paths_that_opened_a_connection_per_request_are_named_from_the_ap
 def test_the_stack_that_ran_is_make_ups_label_and_its_facts_its_stack_env(tmp_path):
     from report import lab
     assert lab.stack_of("node", "uds-lab-standin/stack-node:1") == "node"  # make up STACK=node, a stand-in image
-    assert lab.stack_of("", None) == lab.stack_of("", "uds-lab/app:local") == "go"
+    assert lab.stack_of("", None) == lab.stack_of("", "uds-lab/app:local") == lab.stack_of("", "uds-lab/app:e2e-apps") == "go"
+    assert lab.stack_of("", "uds-lab/apps:local") is None
     assert lab.stack_of("", "me/app:1") is None  # an app the lab does not ship
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "stack.env").write_text(
@@ -1483,3 +1486,26 @@ def test_comparisons_whose_rounds_were_not_back_to_back_are_named():
     assert "Back to back with tcp in every round: `uds`; every other path's round pairs with tcp's further apart" in md
     named = next(line for line in md.splitlines() if line.startswith("Back to back in every round: the answer's pairs"))
     assert by_paths[("tcp", "tcp-ka")]["label"] in named and by_paths[("tcp", "uds")]["label"] not in named
+
+
+@pytest.mark.parametrize("placement, says", [
+    ({"app": ["n1"], "nginx": ["n1"], "openloop": ["n1"]},
+     "Placement: nginx and the app on one node (`n1`): the `tcp` path crosses the pod network inside that node, "
+     "not a wire between nodes; the generator on `n1` (beside the app: its CPU is taken from the app's node)"),
+    ({"app": ["n1"], "nginx": ["n2"], "openloop": ["n3", "n4"], "prometheus": ["n3"]},
+     "Placement: nginx and the app on different nodes (nginx on `n2`, the app on `n1`): the `tcp` path crosses "
+     "the network between them; the generator on `n3`, `n4`"),
+    ({"app": ["n1"], "nginx": ["n2"], "openloop": ["n1", "n2"]},
+     "nginx and the app on different nodes (nginx on `n2`, the app on `n1`): the `tcp` path crosses the network "
+     "between them; the generator on `n1`, `n2` (beside the app"),
+    ({"app": ["n1"]}, "Placement: n/a (cluster.json names no node of the app's pod or nginx's)"),
+])
+def test_a_kubernetes_run_says_whether_tcp_crossed_nodes(placement, says):
+    """cluster.json's placement (scripts/k8s.sh: each pod's node by
+    component): the report's where-it-ran lines say whether the nginx of the
+    tcp path ran on the app's node, and where the generator ran."""
+    md = "\n".join(markdown.cluster_lines({**CLUSTER, "placement": placement}, None))
+    assert says in md
+    # A cluster.json from before the placement was recorded: no line.
+    old = {k: v for k, v in CLUSTER.items() if k != "placement"}
+    assert "Placement" not in "\n".join(markdown.cluster_lines(old, None))

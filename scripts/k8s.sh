@@ -7,6 +7,8 @@
 #                   results/<id>/load.json (merged exactly) and cluster.json.
 #                   The Job is the release's (helm upgrade), so helm list
 #                   shows the run and helm uninstall removes it.
+#   k8s.sh cluster ID  cluster.json of run ID (load writes it): where the run
+#                   took place, each of the release's pods' node among it
 #   k8s.sh report   the report of a run (RUN=<id>, default the last) against
 #                   the release's Prometheus (with its login) or the one
 #                   K8S_PROMETHEUS names, through a port-forward
@@ -19,7 +21,7 @@
 # runs none: prometheus.enabled=false), TESTID (the run's id), PYTHON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmd=${1:?usage: k8s.sh up|load|report}
+cmd=${1:?usage: k8s.sh up|load|report|cluster ID}
 ns=${K8S_NAMESPACE:-uds-lab} release=${K8S_RELEASE:-lab} pods=${K8S_PODS:-1} timeout=${K8S_TIMEOUT:-1800}
 PYTHON=${PYTHON:-python3}
 fail() { echo "k8s.sh: $*" >&2; exit 2; }
@@ -63,17 +65,28 @@ cluster() {
   local images
   images=$(kc get "$app" -o jsonpath='app={.spec.containers[?(@.name=="app")].image} nginx={.spec.containers[?(@.name=="nginx")].image}')
   images+=" openloop=$(kc get job "$release-openloop-$1" -o jsonpath='{.spec.template.spec.containers[0].image}')"
-  kubectl get node "$node" -o json | NODE_ENTRIES=$entries NET=${K8S_NETWORK_PLUGIN:-} IMAGES=$images "$PYTHON" -c '
+  # The node of each of the release's pods, by component: whether nginx's pod
+  # ran on another node than the app's (tcp across the network between them).
+  local placement
+  placement=$(kc get pods -l "app.kubernetes.io/instance=$release" \
+    -o jsonpath='{range .items[*]}{.metadata.labels.app\.kubernetes\.io/component}={.spec.nodeName} {end}')
+  kubectl get node "$node" -o json | NODE_ENTRIES=$entries NET=${K8S_NETWORK_PLUGIN:-} IMAGES=$images PLACEMENT=$placement "$PYTHON" -c '
 import json, os, sys
 n = json.load(sys.stdin)
 i = n["status"]["nodeInfo"]
 e = os.environ["NODE_ENTRIES"].strip()
+placement = {}
+for kv in os.environ["PLACEMENT"].split():
+    component, _, where = kv.partition("=")
+    if component and where:
+        placement.setdefault(component, set()).add(where)
 print(json.dumps({
     "node": n["metadata"]["name"], "kubelet": i["kubeletVersion"], "kernel": i["kernelVersion"],
     "os": i["osImage"], "runtime": i["containerRuntimeVersion"], "cores": n["status"]["capacity"].get("cpu"),
     "network_plugin": os.environ["NET"] or None,
     "lo_conntrack_entries": int(e) if e.isdigit() else None,
     "images": dict(kv.split("=", 1) for kv in os.environ["IMAGES"].split()),
+    "placement": {c: sorted(n) for c, n in sorted(placement.items())},
 }, indent=1))'
 }
 
@@ -160,5 +173,6 @@ case $cmd in
 up) up ;;
 load) load ;;
 report) report ;;
-*) fail "unknown command $cmd (up, load, report)" ;;
+cluster) cluster "${2:?usage: k8s.sh cluster <run id>}" ;;
+*) fail "unknown command $cmd (up, load, report, cluster)" ;;
 esac

@@ -149,14 +149,22 @@ load:
 		// its loopback: after the run's thousands of new loopback
 		// connections (tcp-lo), its namespace's conntrack table is empty.
 		var cluster struct {
-			Entries *int   `json:"lo_conntrack_entries"`
-			Kubelet string `json:"kubelet"`
+			Entries   *int                `json:"lo_conntrack_entries"`
+			Kubelet   string              `json:"kubelet"`
+			Placement map[string][]string `json:"placement"`
 		}
 		if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", testid, "cluster.json"))), &cluster); err != nil {
 			t.Fatal(err)
 		}
 		if cluster.Entries == nil || *cluster.Entries != 0 || cluster.Kubelet == "" {
 			t.Errorf("cluster.json: loopback conntrack entries %v, kubelet %q; want 0 entries (untracked) on a named kubelet", cluster.Entries, cluster.Kubelet)
+		}
+		// Each pod's node: one node here, so nginx's pod shares the app's
+		// (nginx.apartFromApp is a preference).
+		for _, c := range []string{"app", "nginx", "openloop", "prometheus"} {
+			if n := cluster.Placement[c]; len(n) != 1 || n[0] != "uds-lab-node" {
+				t.Errorf("cluster.json: the %s pods' nodes %v, want [uds-lab-node]", c, n)
+			}
 		}
 	})
 
@@ -179,7 +187,8 @@ load:
 		must(env, "make", "k8s-report", "RUN="+testid)
 		md := mustRead(t, lab.Path(t, "results", testid, "report.md"))
 		t.Logf("report.md:\n%s", md)
-		for _, want := range []string{"Where: Kubernetes v1.37.2", "Loopback in the app's pod: not tracked", "The generator ran as 2 pods"} {
+		for _, want := range []string{"Where: Kubernetes v1.37.2", "Loopback in the app's pod: not tracked", "The generator ran as 2 pods",
+			"Placement: nginx and the app on one node (`uds-lab-node`)"} {
 			if !strings.Contains(md, want) {
 				t.Errorf("report.md does not say %q", want)
 			}

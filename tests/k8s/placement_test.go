@@ -58,6 +58,12 @@ func TestResourcesDefaults(t *testing.T) {
 		wantResources(t, c.where, c.c, c.limits, c.request)
 	}
 	for name, p := range map[string]*PodSpec{"app": app, "nginx": nginx, "prometheus": prom, "openloop": job} {
+		if name == "nginx" { // the chart's preference away from the app's pod alone (TestNginxApartFromApp)
+			if p.NodeSelector != nil || p.Tolerations != nil || len(p.Affinity) != 1 || len(p.Affinity["podAntiAffinity"].(map[string]any)) != 1 {
+				t.Errorf("nginx's pod: placement by default: nodeSelector %v, tolerations %v, affinity %v", p.NodeSelector, p.Tolerations, p.Affinity)
+			}
+			continue
+		}
 		if p.NodeSelector != nil || p.Tolerations != nil || p.Affinity != nil {
 			t.Errorf("%s's pod: placement by default: nodeSelector %v, tolerations %v, affinity %v", name, p.NodeSelector, p.Tolerations, p.Affinity)
 		}
@@ -117,9 +123,12 @@ func TestComponentValues(t *testing.T) {
 	if app.Affinity != nil || prom.Affinity != nil {
 		t.Errorf("affinity where none was set: app %v, prometheus %v", app.Affinity, prom.Affinity)
 	}
-	anti := nginx.Affinity["podAntiAffinity"].(map[string]any)["preferredDuringSchedulingIgnoredDuringExecution"].([]any)[0].(map[string]any)
-	if anti["weight"] != 50 || anti["podAffinityTerm"].(map[string]any)["topologyKey"] != "kubernetes.io/hostname" {
-		t.Errorf("nginx's pod: affinity %v, want nginx.affinity's podAntiAffinity", nginx.Affinity)
+	// nginx's: nginx.affinity's podAntiAffinity, then the chart's away from the app's pod.
+	antis := nginx.Affinity["podAntiAffinity"].(map[string]any)["preferredDuringSchedulingIgnoredDuringExecution"].([]any)
+	anti := antis[0].(map[string]any)
+	if len(antis) != 2 || anti["weight"] != 50 || anti["podAffinityTerm"].(map[string]any)["topologyKey"] != "kubernetes.io/hostname" ||
+		antis[1].(map[string]any)["weight"] != 100 {
+		t.Errorf("nginx's pod: affinity %v, want nginx.affinity's podAntiAffinity, then the chart's", nginx.Affinity)
 	}
 	// The generator's: load.affinity's preference, then the chart's for
 	// nodes other than the node under test.
@@ -147,6 +156,8 @@ func TestComponentValuesRefused(t *testing.T) {
 		{[]string{"prometheus.nodeSelector.disk=true"}, "/prometheus/nodeSelector/disk"},
 		{[]string{"nginx.affinity.nodeAfinity.x=y"}, "additional properties 'nodeAfinity'"},
 		{[]string{"nginx.affinity.podAntiAffinity=near"}, "/nginx/affinity/podAntiAffinity"},
+		{[]string{"nginx.apartFromApp=always"}, "/nginx/apartFromApp"},
+		{[]string{"nginx.apartFromApp=true"}, "/nginx/apartFromApp"},
 		{[]string{"load.resources.limits.cpu=lots"}, "/load/resources/limits/cpu"},
 		{[]string{"app.resources.requests.memory=big"}, "/app/resources/requests/memory"},
 		{[]string{"prometheus.authResources.limits.cpu=-1"}, "/prometheus/authResources/limits/cpu"},
@@ -163,6 +174,69 @@ func TestComponentValuesRefused(t *testing.T) {
 			} else if msg := err.Error() + out; !strings.Contains(msg, c.want) {
 				t.Errorf("helm %s %v: %v%s; want a message with %q", cmd, c.sets, err, out, c.want)
 			}
+		}
+	}
+}
+
+// The nginx pod (tcp's, across the network) keeps away from the app's pod:
+// a podAntiAffinity on the node (kubernetes.io/hostname) whose selector
+// matches the app's pod's labels and not its own, preferred by default (a
+// single node still runs both), required with nginx.apartFromApp=required,
+// none with off; the app's pod has none.
+func TestNginxApartFromApp(t *testing.T) {
+	for _, c := range []struct {
+		value, key string // key: the podAntiAffinity list the term is in; "": none
+	}{
+		{"", "preferredDuringSchedulingIgnoredDuringExecution"},
+		{"preferred", "preferredDuringSchedulingIgnoredDuringExecution"},
+		{"required", "requiredDuringSchedulingIgnoredDuringExecution"},
+		{"off", ""},
+	} {
+		var sets []string
+		if c.value != "" {
+			sets = []string{"nginx.apartFromApp=" + c.value}
+		}
+		m := parse(t, render(t, sets))
+		app, nginx := m.must(t, "Deployment", named("app")), m.must(t, "Deployment", named("nginx"))
+		if app.Spec.Template.Spec.Affinity != nil {
+			t.Errorf("%v: the app's pod has an affinity: %v", sets, app.Spec.Template.Spec.Affinity)
+		}
+		if c.key == "" {
+			if nginx.Spec.Template.Spec.Affinity != nil {
+				t.Errorf("%v: nginx's pod has an affinity: %v", sets, nginx.Spec.Template.Spec.Affinity)
+			}
+			continue
+		}
+		anti, _ := nginx.Spec.Template.Spec.Affinity["podAntiAffinity"].(map[string]any)
+		terms, _ := anti[c.key].([]any)
+		if len(anti) != 1 || len(terms) != 1 {
+			t.Errorf("%v: nginx's podAntiAffinity %v; want one term in %s", sets, anti, c.key)
+			continue
+		}
+		term := terms[0].(map[string]any)
+		if c.key == "preferredDuringSchedulingIgnoredDuringExecution" {
+			if term["weight"] != 100 {
+				t.Errorf("%v: weight %v, want 100", sets, term["weight"])
+			}
+			term = term["podAffinityTerm"].(map[string]any)
+		}
+		if term["topologyKey"] != "kubernetes.io/hostname" {
+			t.Errorf("%v: topologyKey %v, want kubernetes.io/hostname (another node)", sets, term["topologyKey"])
+		}
+		sel := term["labelSelector"].(map[string]any)["matchLabels"].(map[string]any)
+		matches := func(labels map[string]string) bool {
+			for k, v := range sel {
+				if labels[k] != v {
+					return false
+				}
+			}
+			return len(sel) > 0
+		}
+		if !matches(app.Spec.Template.Metadata.Labels) || matches(nginx.Spec.Template.Metadata.Labels) {
+			t.Errorf("%v: the term selects %v: want the app's pod (%v), not nginx's own", sets, sel, app.Spec.Template.Metadata.Labels)
+		}
+		if sel["app.kubernetes.io/instance"] != release {
+			t.Errorf("%v: the term selects %v: another release's app pods too", sets, sel)
 		}
 	}
 }

@@ -25,7 +25,7 @@ func TestK8sScriptRefusesBadSettings(t *testing.T) {
 		{[]string{"K8S_NAMESPACE=Lab_1"}, []string{"up"}, "K8S_NAMESPACE=Lab_1: not a namespace's name"},
 		{[]string{"K8S_VALUES=/nonexistent/values.yaml"}, []string{"up"}, "K8S_VALUES=/nonexistent/values.yaml: no such file"},
 		{[]string{"K8S_SET=load.rate"}, []string{"load"}, `K8S_SET: "load.rate" is not key=value`},
-		{nil, []string{"deploy"}, "unknown command deploy (up, load, report)"},
+		{nil, []string{"deploy"}, "unknown command deploy (up, load, report, cluster)"},
 		{[]string{"K8S_PROMETHEUS=http://prometheus:9090"}, []string{"report"}, "K8S_PROMETHEUS=http://prometheus:9090: the cluster's Prometheus as <namespace>/<service>:<port>"},
 		{[]string{"K8S_PROMETHEUS=monitoring/prometheus"}, []string{"report"}, "K8S_PROMETHEUS=monitoring/prometheus: the cluster's Prometheus as"},
 	} {
