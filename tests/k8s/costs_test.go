@@ -362,3 +362,30 @@ func testNodeExporterPodSecurity(t *testing.T, s *apiServer) {
 		}
 	}
 }
+
+// The relabelling reads the kubelet's pod names, which Kubernetes cuts to 58
+// characters before their random suffix: a release or a run whose pods'
+// names would be cut is refused with costs.cadvisor (and let through
+// without it), at the longest that still fits.
+func TestCadvisorRefusesCutPodNames(t *testing.T) {
+	for _, c := range []struct {
+		rel  string
+		sets []string
+		want string // "": rendered
+	}{
+		{strings.Repeat("r", 40), nil, ""},
+		{strings.Repeat("r", 41), nil, "costs.cadvisor: the release's name"},
+		{strings.Repeat("r", 41), []string{"costs.cadvisor=false"}, ""},
+		{"lab1", []string{"load.enabled=true", "load.testid=" + strings.Repeat("t", 40)}, ""},
+		{"lab12", []string{"load.enabled=true", "load.testid=" + strings.Repeat("t", 40)}, "costs.cadvisor: the run's Job name"},
+		{"lab12", []string{"load.enabled=true", "load.testid=" + strings.Repeat("t", 40), "costs.cadvisor=false"}, ""},
+	} {
+		_, err := helm(t, append([]string{"template", c.rel, chartDir(t), "--namespace", namespace}, setArgs(c.sets)...)...)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("helm template %s %v: %v; want it rendered", c.rel, c.sets, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("helm template %s %v: %v; want a refusal with %q", c.rel, c.sets, err, c.want)
+		}
+	}
+}

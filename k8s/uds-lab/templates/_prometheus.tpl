@@ -47,6 +47,19 @@ Job's <name>-<index>-<suffix>. The app's pod holds the app and nginx-lo (its
 sidecar), the nginx pod nginx, the Job's pods openloop.
 */}}
 {{- define "uds-lab.cadvisorServices" -}}
+{{- /* A pod's generated name is cut to 58 characters before its suffix:
+the hash, even the component, would be lost. (Longer names than the
+Services' and the Job's own limits are refused elsewhere.) */ -}}
+{{- $n := len .Release.Name -}}
+{{- if and (gt $n 40) (le $n 52) -}}
+{{- fail (printf "costs.cadvisor: the release's name %q has %d characters: its pods' names (<release>-nginx-<hash>-<suffix>) would be cut, and the kubelet's cAdvisor series could not be told apart; a name of up to 40 characters, or costs.cadvisor=false" .Release.Name $n) -}}
+{{- end -}}
+{{- if .Values.load.enabled -}}
+{{- $job := len (printf "%s-openloop-%s" .Release.Name (include "uds-lab.str" .Values.load.testid)) -}}
+{{- if and (gt $job 54) (le $job 63) -}}
+{{- fail (printf "costs.cadvisor: the run's Job name <release>-openloop-<testid> has %d characters: its pods' names (<job>-<index>-<suffix>) would be cut, and the kubelet's cAdvisor series could not be told apart; up to 54 characters (a shorter load.testid), or costs.cadvisor=false" $job) -}}
+{{- end -}}
+{{- end -}}
 {{- $r := regexQuoteMeta .Release.Name -}}
 {{- $d := "-[a-z0-9]+-[a-z0-9]+" -}}
 {{- toJson (list (dict "pod" (printf "%s-app%s" $r $d) "container" "app" "service" "app") (dict "pod" (printf "%s-app%s" $r $d) "container" "nginx" "service" "nginx-lo") (dict "pod" (printf "%s-nginx%s" $r $d) "container" "nginx" "service" "nginx") (dict "pod" (printf "%s-openloop-.+-[0-9]+-[a-z0-9]+" $r) "container" "openloop" "service" "openloop")) -}}
