@@ -3,14 +3,17 @@ SHELL := bash
 .DEFAULT_GOAL := help
 MAKEFLAGS += --no-print-directory
 
-# Compose reads .env, then what make up recorded of the app it started
-# (.lab/up.env: STACK, APP_IMAGE and the stack's settings, scripts/up.sh); a
-# variable from your shell or this command line wins over both. Expanded at
-# each use (=), so that `make up load` reads what make up just wrote.
-UP_ENV := .lab/up.env
-COMPOSE = docker compose --env-file .env $(shell [ -f $(UP_ENV) ] && echo --env-file $(UP_ENV))
 # A value from the environment, else from .env (for what make itself prints).
 env = $(or $($(1)),$(shell scripts/dotenv.sh $(1)))
+# Compose reads .env, then what make up recorded of the app it started
+# (.lab/<project>/up.env: STACK, APP_IMAGE and the stack's settings,
+# scripts/up.sh); a variable from your shell or this command line wins over
+# both. One folder per compose project (COMPOSE_PROJECT_NAME), so that two labs
+# run from one checkout keep theirs apart (make e2e runs two). Expanded at
+# each use (=), so that `make up load` reads what make up just wrote.
+LAB_STATE := .lab/$(call env,COMPOSE_PROJECT_NAME)
+UP_ENV := $(LAB_STATE)/up.env
+COMPOSE = docker compose --env-file .env $(shell [ -f $(UP_ENV) ] && echo --env-file $(UP_ENV))
 # One run id per make invocation: `:=` asks the clock once (`?=` would ask it at
 # every use, and a second boundary between two uses would name two runs).
 TESTID := $(or $(TESTID),$(shell date +%Y%m%d-%H%M%S))
@@ -58,7 +61,7 @@ doctor: ## Check this machine's Docker for the lab: what will run, what will be 
 # does (about 5 s saved); their own --wait afterwards says whether they made it.
 .PHONY: up
 up: $(PASSWORD_FILE) ## Start the lab (builds the app unless APP_IMAGE is set; STACK=php-fpm|gunicorn|node|uvicorn|puma a reference stack; SERVICES= a subset) and wait until healthy
-	@COMPOSE="$(COMPOSE)" scripts/up.sh
+	@COMPOSE="$(COMPOSE)" UP_ENV=$(UP_ENV) scripts/up.sh
 	@echo
 	@echo "uds-lab is up:"
 	@echo "  nginx        http://127.0.0.1:$(call env,NGINX_PORT)/<path>/ping for its paths in catalogue.json"
@@ -146,8 +149,8 @@ report: $(PASSWORD_FILE) ## Write results/<run>/report.md, report.json and chart
 
 .PHONY: contract
 # The app alone, in a project of its own: its settings from STACK or the
-# command line, never from the running lab's .lab/up.env.
-CONTRACT_ENV := .lab/contract.env
+# command line, never from the running lab's up.env.
+CONTRACT_ENV := $(LAB_STATE)/contract.env
 contract: ## Check an app image against the contract (APP_IMAGE=<image>, default the lab's app; STACK=<a reference stack>; ENDPOINT=<a route of it>; APP_PROTOCOL=fastcgi for PHP-FPM) and print the tables
 	@COMPOSE="docker compose" UP_ENV=$(CONTRACT_ENV) scripts/up.sh app
 	docker compose --profile contract build contract
@@ -161,9 +164,10 @@ down: ## Stop the lab; Prometheus and Grafana data are kept
 .PHONY: clean
 clean: ## Stop the lab and delete its volumes (Prometheus data too), the locally built images and what make up recorded
 	$(COMPOSE) --profile load --profile report --profile floor --profile notrack down --remove-orphans --volumes
-	docker image rm -f uds-lab/app:local uds-lab/openloop:local uds-lab/nginx-log-exporter:local uds-lab/prometheus-auth:local uds-lab/floor:local uds-lab/wrk:local uds-lab/contract:local uds-lab/report:local uds-lab/notrack:local uds-lab/oha:$(call env,OHA_VERSION) \
+	docker image rm -f $(foreach i,app openloop nginx-log-exporter prometheus-auth floor wrk contract report notrack,uds-lab/$(i):$(call env,LAB_IMAGE_TAG)) uds-lab/oha:$(call env,OHA_VERSION) \
 		$$(for s in $$(scripts/stack.sh --list); do [ $$s = go ] || scripts/stack.sh $$s APP_IMAGE; done) >/dev/null 2>&1 || true
 	rm -f $(UP_ENV) $(CONTRACT_ENV)
+	rmdir $(LAB_STATE) 2>/dev/null || true
 
 .PHONY: ps
 ps: ## Show the lab's containers and their health

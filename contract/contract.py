@@ -312,7 +312,7 @@ def render(image, clauses):
 
 
 def main(environ=os.environ, lab=None):
-    image = environ.get("APP_IMAGE") or "uds-lab/app:local"
+    image = environ.get("APP_IMAGE") or "uds-lab/app:" + (environ.get("LAB_IMAGE_TAG") or read_dotenv("LAB_IMAGE_TAG"))
     try:
         somaxconn = somaxconn_setting(environ)
     except SettingError as e:

@@ -51,7 +51,7 @@ for s in "${stacks[@]}"; do
   # compose's progress goes to a log; its tail is shown if the start fails.
   mkdir -p "results/$TESTID"
   $MAKE -s up ${set[@]+"${set[@]}"} >"results/$TESTID/up-$s.log" 2>&1 || { tail -20 "results/$TESTID/up-$s.log" >&2; exit 1; }
-  # make up recorded the stack (.lab/up.env): load and report see the same app.
+  # make up recorded the stack (.lab/<project>/up.env): load and report see the same app.
   $MAKE -s load TESTID="$TESTID-$s"
   $MAKE -s report RUN="$TESTID-$s"
   runs="${runs:+$runs,}$s=$TESTID-$s"

@@ -96,10 +96,10 @@ def pools(stack, setting=lambda name: None):
 
 def stack_of(label, image):
     """The app that ran: the reference stack make up started (STACK, the app
-    container's label), the lab's own app (its image, or none named), or None
-    for an app the lab does not ship."""
+    container's label), the lab's own app (its image at any tag: LAB_IMAGE_TAG,
+    or none named), or None for an app the lab does not ship."""
     if label:
         return label
-    if not image or image == CATALOGUE["app"]["image"]:
+    if not image or image.rpartition(":")[0] == CATALOGUE["app"]["image"].rpartition(":")[0]:
         return CATALOGUE["app"]["name"]
     return None

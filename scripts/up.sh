@@ -10,8 +10,8 @@
 #
 # STACK (a folder of stacks/): its stack.env's settings (APP_IMAGE, its
 # protocol, its own settings), yours winning, and its image built from the
-# folder. make up records the app it starts in .lab/up.env (STACK, APP_IMAGE,
-# the stack's settings): make's later commands read it after .env (the
+# folder. make up records the app it starts in UP_ENV, .lab/<project>/up.env
+# (STACK, APP_IMAGE, the stack's settings): make's later commands read it after .env (the
 # Makefile's COMPOSE), and the app's container its stack's own settings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,14 +31,16 @@ plan() {
   set +a
 }
 
-# Where the settings of the app it starts go (make contract: its own file).
-UP_ENV=${UP_ENV:-.lab/up.env}
+# Where the settings of the app it starts go (the Makefile's UP_ENV; make
+# contract: its own file).
+UP_ENV=${UP_ENV:-}
 
 # STACK's settings into the environment (yours win), and what make up starts
-# into .lab/up.env, for the commands after it. A value compose would expand
+# into UP_ENV, for the commands after it. A value compose would expand
 # ($) is refused by scripts/dotenv.sh in a stack.env, and here in yours.
 stack() {
   local settings line
+  [ -n "$UP_ENV" ] || fail "UP_ENV: no file to record the app in (make up sets it)"
   settings=$(scripts/stack.sh "${STACK:-go}" settings) || exit 2
   # .lab is yours alone (Prometheus's password is there too).
   [ -d "$(dirname "$UP_ENV")" ] || (umask 077 && mkdir -p "$(dirname "$UP_ENV")")

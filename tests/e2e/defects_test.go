@@ -40,7 +40,7 @@ func TestOverloadAndStop(t *testing.T) {
 		down(t)
 	})
 	step(t, "make up (app, nginx, nginx-log-exporter)", func() {
-		mk(t, "up", "SERVICES=app nginx nginx-log-exporter")
+		firstUp(t, "SERVICES=app nginx nginx-log-exporter")
 	})
 
 	t.Run("/cpu burst: bounded, answered, /ping unaffected", func(t *testing.T) { cpuBurst(t, nginx) })
@@ -347,6 +347,6 @@ func stopDuringLongest(t *testing.T, nginx string) {
 		t.Logf("docker compose stop %s with /%s/sleep/10000 in flight: took %.1f s, the request got %d, exit %s",
 			tc.service, tc.path, took.Seconds(), a.status, exit)
 		// Back up for the next service (nginx needs the app).
-		mk(t, "up", "SERVICES=app nginx nginx-log-exporter")
+		firstUp(t, "SERVICES=app nginx nginx-log-exporter")
 	}
 }

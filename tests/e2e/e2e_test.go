@@ -8,14 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -86,51 +83,7 @@ func TestLab(t *testing.T) {
 	// Beside TestKubernetes (its node's minutes overlap the scenarios here
 	// that only wait on their loads); heavy keeps the loaded moments apart.
 	t.Parallel()
-	paths = readPaths(t)
-	project := os.Getenv("COMPOSE_PROJECT_NAME")
-	prom := "http://127.0.0.1:" + os.Getenv("PROMETHEUS_PORT")
-	nginx := "http://127.0.0.1:" + os.Getenv("NGINX_PORT")
-	testid := "e2e-" + time.Now().UTC().Format("20060102-150405")
-
-	// Leftovers of an interrupted run; the images stay (make clean, asserted
-	// at the end, would delete them while TestKubernetes builds its own).
-	down(t)
-	t.Cleanup(func() {
-		if t.Failed() {
-			out, _ := exec.Command("docker", "compose", "logs", "--no-color", "--tail=40").CombinedOutput()
-			t.Logf("compose logs:\n%s", out)
-		}
-		mk(t, "clean")
-		assertNothingLeft(t, project)
-		assertNothingLeft(t, project+"-contract")
-		// What the run wrote into the checkout: gone, unless a failure leaves
-		// its runs to read. The images it built (the minimal app, the forged
-		// app and their build stage, labelled minimalStage) are kept, as the
-		// stand-ins are, so that the next run's builds are the builder's cache.
-		if !t.Failed() {
-			runs, _ := filepath.Glob(lab.Path(t, "results", testid+"*"))
-			compared, _ := filepath.Glob(lab.Path(t, "results", "compare-"+testid+"*"))
-			for _, r := range append(runs, compared...) {
-				os.RemoveAll(r)
-			}
-			if last, err := os.ReadFile(lab.Path(t, "results", "last")); err == nil && strings.HasPrefix(string(last), testid) {
-				os.Remove(lab.Path(t, "results", "last"))
-			}
-		}
-	})
-
-	step(t, "make up", func() { mk(t, "up") })
-	waitFor(t, "Prometheus scraping the app, nginx exporter and node-exporter", 60*time.Second, func() error {
-		for _, job := range []string{"app", "nginx", "node", "prometheus"} {
-			if v, ok := scalar(t, prom, fmt.Sprintf(`up{job=%q}`, job)); !ok || v != 1 {
-				return fmt.Errorf("up{job=%q} = %v (present %v)", job, v, ok)
-			}
-		}
-		return nil
-	})
-	if v, ok := scalar(t, prom, `nginx_up{job="nginx"}`); !ok || v != 1 {
-		t.Errorf("nginx_up = %v, want 1: the exporter cannot read nginx's stub_status", v)
-	}
+	prom, nginx, testid := startLab(t, "e2e")
 
 	t.Run("second door", func(t *testing.T) { secondDoor(t, prom) })
 
@@ -143,72 +96,6 @@ func TestLab(t *testing.T) {
 	t.Run("floor", func(t *testing.T) { floor(t, floorRun) })
 	// nginx and Prometheus restarted under load: the app is unaffected.
 	t.Run("restart", func(t *testing.T) { restartUnderLoad(t, prom, nginx, testid+"-restart") })
-	// make contract: the lab's app and the minimal app keep it.
-	t.Run("contract", checkContracts)
-	// The lab on another app, the minimal app built with series of other
-	// sources' names on its /metrics (forged): nginx follows it and make load
-	// works through it (swapApp), and Prometheus's app job keeps none of
-	// those series (forgedMetrics); then back to the lab's app. One make up
-	// and one image serve both.
-	t.Run("swap", func(t *testing.T) {
-		t.Cleanup(func() { step(t, "make up: back to the lab's app", func() { mk(t, "up") }) })
-		buildForged(t)
-		swapApp(t, prom, nginx, forgedImage, testid+"-swap")
-		forgedMetrics(t, prom)
-	})
-	// The reference stacks (stand-ins from Debian's packages, running the same
-	// app code and config as stacks/*), each behind the lab: every path serves.
-	// make compare runs them, the lab's app first, and writes the comparison.
-	t.Run("stacks", func(t *testing.T) {
-		t.Cleanup(func() { step(t, "make up: back to the lab's app", func() { mk(t, "up") }) })
-		// The lab's app first, then every stack of the catalogue.
-		stacks := []string{"go"}
-		for _, name := range slices.Sorted(maps.Keys(lab.ReadCatalogue(t).Stacks)) {
-			if name != "go" {
-				stacks = append(stacks, name)
-			}
-		}
-		// The answer's pairs over loopback (new connections and pooled), both
-		// through nginx-lo: what a stack changes is its side of the
-		// connection, the same on every hop (tests/integration serves every
-		// path of every stack natively); the pairs across the bridge are
-		// left "not measured", which compare.json must say.
-		measured := []string{"tcp-lo", "uds-lo", "tcp-lo-ka", "uds-lo-ka"}
-		step(t, "make compare", func() {
-			mk(t, "compare", "TESTID="+testid, "STACKS="+strings.Join(stacks, ","), "SCENARIO=ping", "PATHS="+strings.Join(measured, ","),
-				"RATE=20", "DURATION=5", "ROUNDS=1", "WARMUP=0", "IDLE=0")
-		})
-		for _, name := range stacks {
-			t.Run(name, func(t *testing.T) { stackRun(t, prom, name, "compare-"+testid+"-"+name, len(measured)) })
-		}
-		var c struct {
-			Pairs  []string // catalogue.json's answer pairs, "uds-lo/tcp-lo" ...
-			Stacks map[string]struct {
-				Workloads map[string]map[string]struct{ Verdict string }
-			}
-		}
-		if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", "compare-"+testid, "compare.json"))), &c); err != nil {
-			t.Fatal(err)
-		}
-		if len(c.Pairs) == 0 {
-			t.Error("compare.json names no pairs")
-		}
-		for _, name := range stacks {
-			for _, pair := range c.Pairs {
-				socket, tcp, _ := strings.Cut(pair, "/")
-				v := c.Stacks[name].Workloads["ping"][pair].Verdict
-				switch {
-				case !slices.Contains(measured, socket) || !slices.Contains(measured, tcp):
-					if v != "" && !strings.HasPrefix(v, "not measured") {
-						t.Errorf("compare.json: %s: %s %q, want not measured (its paths were not run)", name, pair, v)
-					}
-				case v == "" || strings.HasPrefix(v, "not measured"):
-					t.Errorf("compare.json: %s: %s %q, want a verdict", name, pair, v)
-				}
-			}
-		}
-		t.Logf("%s", mustRead(t, lab.Path(t, "results", "compare-"+testid, "compare.md")))
-	})
 	// APP_LO_NOTRACK: loopback out of connection tracking in the app's namespace, and back.
 	t.Run("notrack", notrack)
 	// A crash leaves the socket behind; make down and make up start over it,
@@ -461,10 +348,10 @@ func stackRun(t *testing.T, prom, name, testid string, npaths int) {
 	}
 	t.Logf("%s: %v requests through its %d paths, none failed", name, requests, npaths)
 	loggedPerPath(t, prom, testid)
-	// make up STACK=<name> recorded the stack (.lab/up.env): make load's
+	// make up STACK=<name> recorded the stack (.lab/<project>/up.env): make load's
 	// compose.json has it, and the report names it.
 	if got := readReport(t, testid).Stack; got == nil || *got != name {
-		t.Errorf("%s: the report names the stack %v, want %q (make up's .lab/up.env, through make load's compose.json)", name, orNone(got), name)
+		t.Errorf("%s: the report names the stack %v, want %q (make up's .lab/<project>/up.env, through make load's compose.json)", name, orNone(got), name)
 	}
 	if name == "go" {
 		return // the contract scenario checks the lab's app

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,12 +27,24 @@ func background(t *testing.T, limit time.Duration, args ...string) func() (strin
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	cmd := exec.CommandContext(ctx, "make", append([]string{"load"}, args...)...)
 	cmd.Dir = lab.Root(t)
-	var out strings.Builder
+	var out lockedBuilder
 	cmd.Stdout, cmd.Stderr = &out, &out
+	// Stopped as a group: make, run.sh and the compose client it runs.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
+	// A test that stops before waiting for it (t.Fatal) stops it too, rather
+	// than leave it loading the next scenario's lab, and shows what it said.
+	t.Cleanup(func() {
+		if ctx.Err() == nil && cmd.ProcessState == nil {
+			cancel()
+			_ = cmd.Wait()
+			t.Logf("make load %v, stopped with the test; it said:\n%s", args, out.String())
+		}
+	})
 	return func() (string, error) {
 		defer cancel()
 		err := cmd.Wait()
@@ -39,6 +53,25 @@ func background(t *testing.T, limit time.Duration, args ...string) func() (strin
 		}
 		return out.String(), err
 	}
+}
+
+// lockedBuilder is a strings.Builder that a command's output and the test
+// may use at once.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // container is what docker knows of a service's container.

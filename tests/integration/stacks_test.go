@@ -76,7 +76,7 @@ func stackCases(t *testing.T) []stackCase {
 			c := stackCase{name: name, stack: s, argv: img.argv, stop: img.stop, pools: pools,
 				settings: lab.Env(t)}
 			// The app's container gets every setting of its stack (compose's
-			// env_file, .lab/up.env), after its image's ENV.
+			// env_file, .lab/<project>/up.env), after its image's ENV.
 			c.env = append(c.env, img.env...)
 			for _, set := range []map[string]string{s.Settings, variant} {
 				for k, v := range set {

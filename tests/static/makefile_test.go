@@ -164,3 +164,54 @@ func TestUpStack(t *testing.T) {
 		t.Errorf("STACK=rails: exit %d, stderr %q; want 2 naming the setting and the stacks", code, stderr)
 	}
 }
+
+// A second lab from the same checkout (another COMPOSE_PROJECT_NAME and
+// LAB_IMAGE_TAG, as make e2e runs) keeps what make up records and the images
+// it builds apart from the first's: make up writes .lab/<project>/up.env, make
+// clean removes only that lab's, and compose names its images by the tag.
+func TestASecondLabKeepsItsOwnStateAndImages(t *testing.T) {
+	dry := func(target string, env ...string) string {
+		cmd := exec.Command("make", append([]string{"-n", target}, env...)...)
+		cmd.Dir = lab.Root(t)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make -n %s %v: %v\n%s", target, env, err, out)
+		}
+		return string(out)
+	}
+	second := []string{"COMPOSE_PROJECT_NAME=second", "LAB_IMAGE_TAG=two"}
+	if up := dry("up", second...); !strings.Contains(up, "UP_ENV=.lab/second/up.env scripts/up.sh") {
+		t.Errorf("make up for project second does not record into .lab/second/up.env:\n%s", up)
+	}
+	if up := dry("up"); !strings.Contains(up, "UP_ENV=.lab/uds-lab/up.env scripts/up.sh") {
+		t.Errorf("make up for .env's project does not record into .lab/uds-lab/up.env:\n%s", up)
+	}
+	clean := dry("clean", second...)
+	for _, want := range []string{"uds-lab/app:two ", "uds-lab/openloop:two ", "rm -f .lab/second/up.env .lab/second/contract.env"} {
+		if !strings.Contains(clean, want) {
+			t.Errorf("make clean for the second lab lacks %q:\n%s", want, clean)
+		}
+	}
+	if strings.Contains(clean, ":local") || strings.Contains(clean, ".lab/uds-lab/") {
+		t.Errorf("make clean for the second lab touches the first's images or records:\n%s", clean)
+	}
+	cmd := exec.Command("docker", "compose", "--env-file", ".env", "--profile", "*", "config", "--images")
+	cmd.Dir = lab.Root(t)
+	cmd.Env = append(os.Environ(), second...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker compose config --images: %v\n%s", err, out)
+	}
+	built := 0
+	for _, line := range strings.Fields(string(out)) {
+		if strings.HasPrefix(line, "uds-lab/") && !strings.HasPrefix(line, "uds-lab/oha:") {
+			built++
+			if !strings.HasSuffix(line, ":two") {
+				t.Errorf("compose names %s for the second lab, want the tag two", line)
+			}
+		}
+	}
+	if built < 9 {
+		t.Errorf("compose names %d of the lab's own images, want the 9 it builds:\n%s", built, out)
+	}
+}
