@@ -183,7 +183,8 @@ func TestValuesAgreeWithEnv(t *testing.T) {
 	for key, want := range map[string]string{
 		"images.nginx": env["NGINX_IMAGE"], "images.prometheus": env["PROMETHEUS_IMAGE"],
 		"images.nginxExporter": env["NGINX_EXPORTER_IMAGE"], "images.python": env["PYTHON_IMAGE"],
-		"app.protocol": env["APP_PROTOCOL"], "app.fastcgiScript": env["APP_FASTCGI_SCRIPT"],
+		"images.nodeExporter": env["NODE_EXPORTER_IMAGE"],
+		"app.protocol":        env["APP_PROTOCOL"], "app.fastcgiScript": env["APP_FASTCGI_SCRIPT"],
 		"app.uid": env["APP_UID"], "app.gid": env["APP_GID"], "app.socketMode": env["APP_SOCKET_MODE"],
 		"app.downloadSize":         env["APP_DOWNLOAD_SIZE"],
 		"app.resources.limits.cpu": env["APP_CPUS"], "app.resources.limits.memory": mem(env["APP_MEMORY"]),
