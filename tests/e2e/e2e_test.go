@@ -651,30 +651,8 @@ func checkReport(t *testing.T, testid string) {
 			}
 		}
 	}
-	// The container figures, from cAdvisor (the test bed runs its library):
-	// nginx's CPU per request and the load generator's cores, in every phase.
-	// Except the generator's in the run's last phase: openloop's container
-	// exits as it ends (once Prometheus has scraped its last counts), so
-	// cAdvisor (a sample every 5-5.5 s) has none of it after the window,
-	// and one taken inside it is gone if Prometheus scrapes after the exit;
-	// the report then has too few samples, and must say so.
-	last := 0.0
-	for _, ph := range r.Phases {
-		last = max(last, ph.Window.End)
-	}
-	for _, ph := range r.Phases {
-		for _, f := range []string{"nginx_cpu_us_per_req", "generator_cpu_cores"} {
-			v := ph.Figures[f]
-			if f == "generator_cpu_cores" && v == nil && ph.Window.End == last && strings.Contains(ph.Missing[f], "cAdvisor samples") {
-				t.Logf("%s (the last phase): %s missing: %s", ph.Name, f, ph.Missing[f])
-				continue
-			}
-			if v == nil || *v <= 0 {
-				t.Errorf("%s: %s = %v (missing: %q), want a positive figure from cAdvisor", ph.Name, f, deref(v), ph.Missing[f])
-			}
-		}
-		t.Logf("%s: from cAdvisor, nginx CPU %v µs per request, the generator %v cores", ph.Name, deref(ph.Figures["nginx_cpu_us_per_req"]), deref(ph.Figures["generator_cpu_cores"]))
-	}
+	// The container figures, from cAdvisor (the test bed runs its library).
+	containerCosts(t, r, "cAdvisor")
 	for _, p := range paths[1:] {
 		if ratio := r.Workloads["ping"].Paths[p.path].RatioToTCP; ratio["client_p50_ms"] == nil {
 			t.Errorf("no client p50 ratio to tcp for /%s/", p.path)
@@ -916,6 +894,35 @@ func readReport(t *testing.T, run string) report {
 		t.Fatalf("results/%s/report.json: %v", run, err)
 	}
 	return r
+}
+
+// containerCosts checks nginx's CPU per request and the load generator's
+// cores in every phase of a report, from cAdvisor (source names it). Except
+// the generator's in the run's last phase: its container or pods exit as it
+// ends (once Prometheus has scraped its last counts), so cAdvisor (a sample
+// every 5-5.5 s) has none of it after the window, and one taken inside it is
+// gone if Prometheus scrapes after the exit; the report then has too few
+// samples, and must say so.
+func containerCosts(t *testing.T, r report, source string) {
+	t.Helper()
+	last := 0.0
+	for _, ph := range r.Phases {
+		last = max(last, ph.Window.End)
+	}
+	for _, ph := range r.Phases {
+		for _, f := range []string{"nginx_cpu_us_per_req", "generator_cpu_cores"} {
+			v := ph.Figures[f]
+			if f == "generator_cpu_cores" && v == nil && ph.Window.End == last && strings.Contains(ph.Missing[f], "cAdvisor samples") {
+				t.Logf("%s (the last phase): %s missing: %s", ph.Name, f, ph.Missing[f])
+				continue
+			}
+			if v == nil || *v <= 0 {
+				t.Errorf("%s: %s = %v (missing: %q), want a positive figure from %s", ph.Name, f, deref(v), ph.Missing[f], source)
+			}
+		}
+		t.Logf("%s: from %s, nginx CPU %v µs per request, the generator %v cores", ph.Name, source,
+			deref(ph.Figures["nginx_cpu_us_per_req"]), deref(ph.Figures["generator_cpu_cores"]))
+	}
 }
 
 // orNone is a string pointer's value, or "none".

@@ -206,27 +206,8 @@ load:
 		}
 		// The costs on a cluster (costs.cadvisor, on by default): the
 		// kubelet's cAdvisor through the API server's node proxy, each
-		// container labelled with the compose service it stands for. As in
-		// TestLab, the generator's figure may lack samples in the run's last
-		// phase alone (its pods exit as it ends), and the report must say so.
-		last := 0.0
-		for _, ph := range r.Phases {
-			last = max(last, ph.Window.End)
-		}
-		for _, ph := range r.Phases {
-			for _, f := range []string{"nginx_cpu_us_per_req", "generator_cpu_cores"} {
-				v := ph.Figures[f]
-				if f == "generator_cpu_cores" && v == nil && ph.Window.End == last && strings.Contains(ph.Missing[f], "cAdvisor samples") {
-					t.Logf("%s (the last phase): %s missing: %s", ph.Name, f, ph.Missing[f])
-					continue
-				}
-				if v == nil || *v <= 0 {
-					t.Errorf("%s: %s = %v (missing: %q), want a positive figure from the kubelet's cAdvisor", ph.Name, f, deref(v), ph.Missing[f])
-				}
-			}
-			t.Logf("%s: from the kubelet's cAdvisor, nginx CPU %v µs per request, the generator %v cores", ph.Name,
-				deref(ph.Figures["nginx_cpu_us_per_req"]), deref(ph.Figures["generator_cpu_cores"]))
-		}
+		// container labelled with the compose service it stands for.
+		containerCosts(t, r, "the kubelet's cAdvisor")
 		if strings.Contains(md, "make up leaves it out") {
 			t.Error("report.md gives compose's reason (make up) for a missing figure on a cluster")
 		}
