@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"uds-lab/tests/internal/lab"
+	"uds-lab/tests/k8s"
 )
 
 // TestKubernetes runs the lab on a real single-node Kubernetes that the test
@@ -27,7 +28,10 @@ import (
 // namespace is relabelled privileged first, as users must): a small
 // listen backlog (net.core.somaxconn, allowed by the kubelet) makes the
 // socket answer 502 under a burst where TCP queues; at the node's default
-// backlog the same burst fails with no 502.
+// backlog the same burst fails with no 502. Last, the cluster's Prometheus
+// option, back under restricted: the operator's PodMonitor CRD installed (no
+// operator runs), PodMonitors in place of the chart's Prometheus, and
+// make k8s-report asking for K8S_PROMETHEUS.
 func TestKubernetes(t *testing.T) {
 	if os.Getenv("UDS_LAB_E2E") == "" {
 		t.Skip("needs the stand-in images and environment from tests/e2e/run.sh: run `make e2e`")
@@ -263,6 +267,75 @@ load:
 		// and the client retries, so it waits (a timeout at worst, never a 502).
 		if full["uds-lo"]["502"] == 0 || full["tcp-lo"]["502"] != 0 {
 			t.Errorf("with a backlog of 1: uds-lo %v, tcp-lo %v; want 502s on the socket and none on TCP", full["uds-lo"], full["tcp-lo"])
+		}
+	})
+
+	// The cluster's Prometheus (docs/kubernetes.md, "Or the cluster's
+	// Prometheus"), last: the release becomes one with no Prometheus of its
+	// own and PodMonitors for the prometheus-operator's, in the namespace
+	// enforcing restricted again (dropping sysctls.somaxconn makes a new app
+	// pod, admitted there). No operator runs on the node (none is built
+	// here): its PodMonitor CRD alone, the version tests/k8s installs, so
+	// the API server validates and stores the PodMonitors and nothing
+	// scrapes them.
+	step(t, "the cluster's Prometheus: PodMonitors and no Prometheus, under restricted", func() {
+		must(nil, "kubectl", "create", "-f", k8s.PodMonitorCRD(t))
+		must(nil, "kubectl", "wait", "--for=condition=Established", "--timeout=30s", "crd/podmonitors.monitoring.coreos.com")
+		must(nil, "kubectl", "label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted", "--overwrite")
+		must(append(env, "K8S_SET=prometheus.enabled=false podMonitors.enabled=true"), "make", "k8s-up")
+		// Every pod of the release runs once the replaced ones (the app's
+		// old pod, the Job's, Prometheus's) are gone: the app's and nginx's.
+		var pods []string
+		for end := time.Now().Add(90 * time.Second); ; time.Sleep(2 * time.Second) {
+			pods = strings.Fields(must(nil, "kubectl", "get", "pods", "-n", ns, "-l", "app.kubernetes.io/instance=lab", "-o",
+				`jsonpath={range .items[*]}{.metadata.labels.app\.kubernetes\.io/component}={.status.phase}{.metadata.deletionTimestamp}{"\n"}{end}`))
+			if strings.Join(pods, " ") == "app=Running nginx=Running" || time.Now().After(end) {
+				break
+			}
+		}
+		if strings.Join(pods, " ") != "app=Running nginx=Running" {
+			t.Errorf("the release's pods (component=phase, then when being deleted): %v; want app=Running nginx=Running", pods)
+		}
+		if ev := must(nil, "kubectl", "get", "events", "-n", ns, "--field-selector", "reason=FailedCreate", "-o", "name"); strings.TrimSpace(ev) != "" {
+			t.Errorf("pods refused in the restricted namespace: %s", ev)
+		}
+		// Nothing of the chart's Prometheus, in the namespace or cluster-wide.
+		for _, o := range strings.Fields(must(nil, "kubectl", "get", "-n", ns, "-o", "name",
+			"deployments,services,secrets,serviceaccounts,roles,rolebindings,networkpolicies,configmaps")) {
+			if strings.Contains(o, "prometheus") || strings.HasSuffix(o, "/lab-datasource") {
+				t.Errorf("%s is left with prometheus.enabled=false", o)
+			}
+		}
+		for _, o := range strings.Fields(must(nil, "kubectl", "get", "-o", "name", "clusterroles,clusterrolebindings")) {
+			if strings.HasSuffix(o, "/lab-"+ns+"-prometheus") {
+				t.Errorf("%s is left with prometheus.enabled=false", o)
+			}
+		}
+		// A PodMonitor per job, named after the release, with the label the
+		// operator's podMonitorSelector selects (podMonitors.labels'
+		// default), selecting this release's pods on a port that a running
+		// pod of the release has (the generator's pods run only in a run).
+		ports := " " + must(nil, "kubectl", "get", "pods", "-n", ns, "-l", "app.kubernetes.io/instance=lab", "-o",
+			`jsonpath={range .items[*]}{range .spec.containers[*]}{range .ports[*]}{.name} {end}{end}{range .spec.initContainers[*]}{range .ports[*]}{.name} {end}{end}{end}`)
+		var names []string
+		for _, l := range strings.Fields(must(nil, "kubectl", "get", "podmonitors", "-n", ns, "-l", "release=kube-prometheus-stack", "-o",
+			`jsonpath={range .items[*]}{.metadata.name}={.spec.selector.matchLabels.app\.kubernetes\.io/instance}={.spec.podMetricsEndpoints[0].port}{"\n"}{end}`)) {
+			f := strings.Split(l, "=")
+			names = append(names, f[0])
+			if len(f) != 3 || f[1] != "lab" {
+				t.Errorf("PodMonitor %s: want it to select the release lab's pods", l)
+			} else if f[0] != "lab-openloop" && !strings.Contains(ports, " "+f[2]+" ") {
+				t.Errorf("PodMonitor %s: no running pod of the release has the port %q (its pods' ports:%s)", f[0], f[2], ports)
+			}
+		}
+		if strings.Join(names, " ") != "lab-app lab-nginx lab-nginx-log lab-openloop" {
+			t.Errorf("PodMonitors labelled release=kube-prometheus-stack: %v; want lab-app lab-nginx lab-nginx-log lab-openloop", names)
+		}
+		// The report needs the cluster's Prometheus named: make k8s-report
+		// without K8S_PROMETHEUS stops, naming the setting.
+		if out, err := in(env, "make", "k8s-report", "RUN="+testid); err == nil ||
+			!strings.Contains(out, "prometheus.enabled=false") || !strings.Contains(out, "K8S_PROMETHEUS=<namespace>/<service>:<port>") {
+			t.Errorf("make k8s-report with no Prometheus in the release: %v\n%s\nwant a failure naming K8S_PROMETHEUS", err, lastLines(out, 5))
 		}
 	})
 }

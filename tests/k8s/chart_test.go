@@ -336,18 +336,6 @@ func k8sVersion(t testing.TB) string {
 	return string(m[1])
 }
 
-// cache is scripts/test-deps.sh's cache folder.
-func cache(t testing.TB) string {
-	if c := os.Getenv("UDS_LAB_CACHE"); c != "" {
-		return c
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(home, ".cache", "uds-lab")
-}
-
 // named is an object's name in the rendering: the release's name, then the
 // component's (lab-app, lab-openloop-t1).
 func named(component string) string { return release + "-" + component }

@@ -6,38 +6,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"gopkg.in/yaml.v3"
-
-	"uds-lab/tests/internal/lab"
 )
 
 // The chart's values for a cluster's Prometheus (the prometheus-operator's):
 // no Prometheus of the chart's, PodMonitors instead.
 var clusterPrometheusSets = []string{"prometheus.enabled=false", "podMonitors.enabled=true", "podMonitors.labels.release=monitoring"}
-
-// operatorCRDs are the prometheus-operator's CRD files that
-// scripts/test-deps.sh k8s copied from its Go module, at the version it pins.
-func operatorCRDs(t testing.TB) []string {
-	t.Helper()
-	b, err := os.ReadFile(lab.Path(t, "scripts", "test-deps.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^PROMETHEUS_OPERATOR_VERSION=(v[0-9.]+)$`).FindSubmatch(b)
-	if m == nil {
-		t.Fatal("scripts/test-deps.sh sets no PROMETHEUS_OPERATOR_VERSION")
-	}
-	files, _ := filepath.Glob(filepath.Join(cache(t), "k8s-crds", "prometheus-operator-"+string(m[1]), "monitoring.coreos.com_*.yaml"))
-	if len(files) == 0 {
-		t.Fatalf("no prometheus-operator %s CRDs: run scripts/test-deps.sh k8s", m[1])
-	}
-	return files
-}
 
 // A CRD, the parts read here.
 type crd struct {
@@ -105,7 +83,7 @@ func crdSchemas(t testing.TB) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range operatorCRDs(t) {
+	for _, f := range OperatorCRDs(t) {
 		c, _ := readCRD(t, f)
 		for _, v := range c.Spec.Versions {
 			if !v.Served {
@@ -130,27 +108,23 @@ func crdSchemas(t testing.TB) string {
 // until it is established (its API served).
 func installCRDs(t *testing.T, s *apiServer) {
 	t.Helper()
-	for _, f := range operatorCRDs(t) {
-		if !strings.HasSuffix(f, "_podmonitors.yaml") {
-			continue
+	f := PodMonitorCRD(t)
+	c, raw := readCRD(t, f)
+	body, err := json.Marshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, b := s.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body, false); code != http.StatusCreated {
+		t.Fatalf("%s: HTTP %d %.300s", filepath.Base(f), code, b)
+	}
+	name := c.Spec.Names.Plural + "." + c.Spec.Group
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		_, b := s.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name)
+		if strings.Contains(string(b), `"type":"Established","status":"True"`) {
+			break
 		}
-		c, raw := readCRD(t, f)
-		body, err := json.Marshal(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if code, b := s.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body, false); code != http.StatusCreated {
-			t.Fatalf("%s: HTTP %d %.300s", filepath.Base(f), code, b)
-		}
-		name := c.Spec.Names.Plural + "." + c.Spec.Group
-		for end := time.Now().Add(30 * time.Second); ; time.Sleep(250 * time.Millisecond) {
-			_, b := s.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name)
-			if strings.Contains(string(b), `"type":"Established","status":"True"`) {
-				break
-			}
-			if time.Now().After(end) {
-				t.Fatalf("CRD %s not established after 30 s: %.500s", name, b)
-			}
+		if time.Now().After(end) {
+			t.Fatalf("CRD %s not established after 30 s: %.500s", name, b)
 		}
 	}
 }
