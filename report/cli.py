@@ -21,6 +21,7 @@ from report.context import build_report, compose_info
 from report.queries import phase_figures_with, server_cores
 from report.markdown import render_markdown
 from report.prometheus import prometheus_client
+from report.selection import matchers, selecting
 from report.values import ReportError, number, scalar
 from report.warnings import warning
 
@@ -109,8 +110,12 @@ def read_margin(value):
     return m
 
 
-def run(run_id, prometheus_url, results_dir, query=None, rate=None, margin_pct=None):
-    """Reads the inputs, builds the report, writes report.md, report.json and charts; returns the report."""
+def run(run_id, prometheus_url, results_dir, query=None, rate=None, margin_pct=None, select=""):
+    """Reads the inputs, builds the report, writes report.md, report.json and charts; returns the report.
+    select: label matchers added to every series selector of every query (a shared Prometheus: report/selection.py)."""
+    select = matchers(select)
+    if query is None and select:
+        query = selecting(prometheus_client(prometheus_url), select)
     run_dir = Path(results_dir) / run_id
     if not (run_dir / "load.json").is_file() and (run_dir / "floor.json").is_file():
         return run_floor(run_dir)
@@ -128,6 +133,7 @@ def run(run_id, prometheus_url, results_dir, query=None, rate=None, margin_pct=N
     query = query or prometheus_client(prometheus_url)
     rep = build_report(load, compose, query, prometheus_url, margin_pct, cluster)
     rep["cluster"], rep["segments"] = cluster, load.get("segments")
+    rep["prometheus_select"] = select or None
     floor = floor_report.newest(results_dir)
     rep["floor"] = floor_report.beside_paths(floor and floor_report.build(floor), rep["workloads"], rep["phases"],
                                              rep["settings"])
@@ -145,6 +151,8 @@ def main(argv=None):
     ap.add_argument("--prometheus", default="http://127.0.0.1:9090", help="Prometheus base URL")
     ap.add_argument("--results", default="results", help="folder holding <run>/")
     ap.add_argument("--rate", default="", help="a sweep run: your rate (req/s), to name the nearest measured step")
+    ap.add_argument("--select", default="", help='label matchers added to every series selector, on a Prometheus that '
+                    'scrapes more than this lab (make k8s-report K8S_PROMETHEUS=...: namespace="<ns>",uds_lab_release="<release>")')
     args = ap.parse_args(argv)
     if args.rate and not (args.rate.isdigit() and int(args.rate) >= 1):
         print(f'report: RATE="{args.rate}": must be a whole number >= 1 (req/s)', file=sys.stderr)
@@ -154,7 +162,8 @@ def main(argv=None):
         return 2
     try:
         margin = read_margin(os.environ.get("MARGIN", DEFAULT_MARGIN_PCT))
-        rep = run(args.run, args.prometheus, args.results, rate=int(args.rate) if args.rate else None, margin_pct=margin)
+        rep = run(args.run, args.prometheus, args.results, rate=int(args.rate) if args.rate else None, margin_pct=margin,
+                  select=args.select)
     except ReportError as e:
         print(f"report: {e}", file=sys.stderr)
         return 2

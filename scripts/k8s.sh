@@ -11,7 +11,8 @@
 #                   took place, each of the release's pods' node among it
 #   k8s.sh report   the report of a run (RUN=<id>, default the last) against
 #                   the release's Prometheus (with its login) or the one
-#                   K8S_PROMETHEUS names, through a port-forward
+#                   K8S_PROMETHEUS names (this release's series alone there),
+#                   through a port-forward
 # Settings: K8S_NAMESPACE (uds-lab), K8S_RELEASE (lab), K8S_VALUES (a values
 # file of yours), K8S_SET ("key=value ..." as helm --set, e.g.
 # "load.rate=200 load.scenario=ping"), K8S_PODS (generator pods, 1-16; 1),
@@ -139,7 +140,7 @@ load() {
 }
 
 report() {
-  local id=${RUN:-$(cat results/last 2>/dev/null)} port values pns=$ns svc=$release-prometheus sport=9090
+  local id=${RUN:-$(cat results/last 2>/dev/null)} port values pns=$ns svc=$release-prometheus sport=9090 select=()
   [ -n "$id" ] || fail "no run: make k8s-load first, or RUN=<id>"
   # Global: the EXIT trap runs after this function has returned.
   dir=$(mktemp -d) pf=""
@@ -149,6 +150,11 @@ report() {
     # login, if it asks one, is PROMETHEUS_USER and PROMETHEUS_PASSWORD_FILE
     # from the environment, as the report reads them.
     pns=${K8S_PROMETHEUS%%/*} svc=${K8S_PROMETHEUS#*/} sport=${svc##*:} svc=${svc%:*}
+    # It may scrape other workloads, and other releases of the lab, with the
+    # same job names: the report reads this release's series alone, by the
+    # namespace the operator labels each target with and the release the
+    # PodMonitors label it with (uds_lab_release).
+    select=(--select "namespace=\"$ns\",uds_lab_release=\"$release\"")
   else
     values=$(helm get values "$release" --namespace "$ns" --all -o json)
     [ "$(echo "$values" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["prometheus"].get("enabled", True))')" = True ] ||
@@ -166,7 +172,7 @@ report() {
     sleep 0.2
   done
   [ -n "$port" ] || fail "kubectl port-forward to svc/$svc in $pns did not start: $(cat "$dir/pf.log")"
-  MARGIN=${MARGIN:-$(scripts/dotenv.sh MARGIN)} "$PYTHON" -m report --run "$id" --prometheus "http://127.0.0.1:$port"
+  MARGIN=${MARGIN:-$(scripts/dotenv.sh MARGIN)} "$PYTHON" -m report --run "$id" --prometheus "http://127.0.0.1:$port" "${select[@]}"
 }
 
 case $cmd in

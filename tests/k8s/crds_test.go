@@ -134,7 +134,8 @@ func installCRDs(t *testing.T, s *apiServer) {
 // selector, selecting this release's pods, on the job's port, at its
 // interval, with its job name and labels (component, pod, node) and keeping
 // only its series (the same regex), so that the dashboards and the report
-// read the same series from either Prometheus. Without the chart's
+// read the same series from either Prometheus; and the release's name as
+// uds_lab_release, which the report selects by there (report/selection.py). Without the chart's
 // Prometheus nothing of it is rendered: its Deployment, Service, Secret,
 // Role and NetworkPolicy, the datasource that points at it.
 func TestPodMonitorsMirrorTheJobs(t *testing.T) {
@@ -209,7 +210,8 @@ func TestPodMonitorsMirrorTheJobs(t *testing.T) {
 		want := fmt.Sprint([]map[string]any{{"targetLabel": "job", "replacement": j.JobName},
 			{"sourceLabels": []any{"__meta_kubernetes_pod_label_app_kubernetes_io_component"}, "targetLabel": "component"},
 			{"sourceLabels": []any{"__meta_kubernetes_pod_name"}, "targetLabel": "pod"},
-			{"sourceLabels": []any{"__meta_kubernetes_pod_node_name"}, "targetLabel": "node"}})
+			{"sourceLabels": []any{"__meta_kubernetes_pod_node_name"}, "targetLabel": "node"},
+			{"targetLabel": "uds_lab_release", "replacement": release}})
 		if fmt.Sprint(e.Relabelings) != want {
 			t.Errorf("PodMonitor %s relabels %v, want %s", named(j.JobName), e.Relabelings, want)
 		}
