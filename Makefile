@@ -213,16 +213,19 @@ check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, d
 	cd tests && ../$(STEP) static go test -count=1 ./static/...
 
 .PHONY: test test-python test-go
-test: check $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Python, make doctor), the Helm chart's offline checks and its install on a real kube-apiserver, a short fuzz, nginx + app integration
+test: $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Python, make doctor), the Helm chart's offline checks and its install on a real kube-apiserver, a short fuzz, nginx + app integration
 	$(MAKE) -j2 $(OUTPUT_SYNC) test-python test-go
 
 # The two run side by side (make test): much of each waits on real processes.
 # Each one's output is printed whole when it ends (GNU make 4's --output-sync).
+# pytest needs only Debian's packages and oha, so on a new machine it runs
+# while the Go track builds the other tools (check's deps finds oha built).
 OUTPUT_SYNC := $(if $(filter 3.%,$(MAKE_VERSION)),,--output-sync=target)
 test-python: $(VENV)/.installed
+	$(STEP) "deps for pytest" scripts/test-deps.sh apt oha >/dev/null
 	$(STEP) pytest $(VENV)/bin/python -m pytest -q -n $(PYTEST_WORKERS) report loadgen contract scripts
 
-test-go:
+test-go: check
 	$(STEP) "Go unit tests" bash -ec 'for m in $(GO_SERVICES); do (cd $$m && go test -count=1 -race ./...); done'
 	$(STEP) fuzz $(MAKE) fuzz
 	cd tests && ../$(STEP) doctor go test -count=1 ./doctor/...

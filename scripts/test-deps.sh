@@ -34,10 +34,20 @@ log() { printf '[deps %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 apt_install() { # apt_install CMD PACKAGE...: installs PACKAGEs unless CMD (or the file /CMD) is already there
   local cmd=$1; shift
-  if [[ $cmd == /* ]]; then [ -e "$cmd" ] && return; else command -v "$cmd" >/dev/null && return; fi
+  have "$cmd" && return
   command -v apt-get >/dev/null || { log "missing $cmd and no apt-get: install $* yourself"; exit 1; }
+  locked apt apt_get_install "$cmd" "$@"
+}
+have() { if [[ $1 == /* ]]; then [ -e "$1" ]; else command -v "$1" >/dev/null; fi; }
+
+# apt_get_install CMD PACKAGE...: apt-get install, under the apt lock (make
+# test's two tracks both install), unless CMD came meanwhile ("-": none to
+# look for); the package lists fetched first unless fetched within the hour.
+apt_get_install() {
+  local cmd=$1; shift
+  [ "$cmd" != - ] && have "$cmd" && return
   log "apt-get install $*"
-  if [ -z "${APT_UPDATED:-}" ]; then apt-get update -qq >&2; APT_UPDATED=1; fi
+  [ -n "$(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' -mmin -60 2>/dev/null | head -n 1)" ] || apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
 }
 
@@ -63,10 +73,8 @@ stacks_install() {
   command -v apt-get >/dev/null || { log "missing Debian packages:$missing and no apt-get: install what they hold yourself"; exit 1; }
   local policy=/usr/sbin/policy-rc.d added=
   [ -e $policy ] || { printf '#!/bin/sh\nexit 101\n' >$policy && chmod +x $policy && added=1; }
-  log "apt-get install$missing"
-  if [ -z "${APT_UPDATED:-}" ]; then apt-get update -qq >&2; APT_UPDATED=1; fi
   # shellcheck disable=SC2086 # one word per package
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2
+  locked apt apt_get_install - $missing
   [ -z "$added" ] || rm -f $policy
 }
 
@@ -282,6 +290,24 @@ npm_ci() {
   (cd "$1" && npm ci --no-audit --no-fund --ignore-scripts >&2) && cp "$lock" "$stamp"
 }
 
+# oha_build: oha from crates.io at .env's version, as loadgen/oha builds it
+# (cargo, Rust >= 1.88; cmake), cached in $BIN. oha 1.16.0 does not build
+# without a TLS stack (--no-default-features fails in its client.rs), so it
+# keeps its default rustls, whose aws-lc needs cmake.
+oha_build() {
+  local out=$BIN/oha-$OHA_VERSION cargo root
+  if [ ! -x "$out" ]; then
+    cargo=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
+    [ -x "$cargo" ] || { log "oha is built with cargo (Rust >= 1.88, e.g. rustup's): none found"; exit 2; }
+    log "building oha $OHA_VERSION from crates.io (cached at $out; first time takes minutes)"
+    root=$(mktemp -d)
+    apt_install cmake cmake # aws-lc, under oha's rustls
+    "$cargo" install oha --version "$OHA_VERSION" --locked --root "$root" >&2
+    mv "$root/bin/oha" "$out" && rm -rf "$root"
+  fi
+  echo "$out"
+}
+
 want=("$@")
 [ ${#want[@]} -gt 0 ] || want=(apt promtool grafana-schema k6-types lint oha k8s k8s-server)
 for w in "${want[@]}"; do
@@ -300,18 +326,7 @@ for w in "${want[@]}"; do
     prometheus) go_build prometheus "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" ./cmd/prometheus "$(prometheus_ldflags)" ;;
     node-exporter) go_build node_exporter "github.com/prometheus/node_exporter@v${NODE_EXPORTER_IMAGE##*:v}" . \
         "-X github.com/prometheus/common/version.Version=${NODE_EXPORTER_IMAGE##*:v}" ;;
-    oha) # oha from crates.io at .env's version, as loadgen/oha builds it (cargo, Rust >= 1.88; cmake)
-      out=$BIN/oha-$OHA_VERSION
-      if [ ! -x "$out" ]; then
-        cargo=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
-        [ -x "$cargo" ] || { log "oha is built with cargo (Rust >= 1.88, e.g. rustup's): none found"; exit 2; }
-        log "building oha $OHA_VERSION from crates.io (cached at $out; first time takes minutes)"
-        root=$(mktemp -d)
-        apt_install cmake cmake # aws-lc, under oha's rustls
-        "$cargo" install oha --version "$OHA_VERSION" --locked --root "$root" >&2
-        mv "$root/bin/oha" "$out" && rm -rf "$root"
-      fi
-      echo "$out" ;;
+    oha) locked oha oha_build ;;
     docker) # Debian's engine; the newer CLI already on a machine talks to it too.
       apt_install dockerd docker.io ;;
     debootstrap) apt_install debootstrap debootstrap ;;
