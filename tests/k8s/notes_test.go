@@ -93,6 +93,20 @@ func TestNotesSayWhatToRunNext(t *testing.T) {
 	if strings.Contains(n, "openloop-") {
 		t.Errorf("without load.enabled the notes name a Job:\n%s", n)
 	}
+	// The costs: each value as set, what it gives and what it needs (the
+	// ClusterRole the chart makes, the privileged label it asks).
+	m.must(t, "ClusterRole", release+"-"+namespace+"-prometheus")
+	for _, want := range []string{"costs.cadvisor=true: nginx's CPU per request and the generator's CPU",
+		"the cluster-wide ClusterRole " + rel + "-" + ns + "-prometheus",
+		"costs.nodeExporter=false: the host's context switches", "pod-security.kubernetes.io/enforce=privileged",
+		"Off, the report reads those figures n/a"} {
+		if !strings.Contains(n, want) {
+			t.Errorf("the notes do not say %q:\n%s", want, n)
+		}
+	}
+	if n := notes(t, rel, ns, []string{"costs.cadvisor=false"}); !strings.Contains(n, "costs.cadvisor=false:") {
+		t.Errorf("with costs.cadvisor=false the notes do not say so:\n%s", n)
+	}
 
 	// With the cluster's Prometheus: the report reads the one the user names,
 	// and they name the PodMonitors and the label the operator selects.
@@ -105,6 +119,9 @@ func TestNotesSayWhatToRunNext(t *testing.T) {
 	}
 	if strings.Contains(n, "deployment/"+rel+"-prometheus") || strings.Contains(n, "prometheus-auth") {
 		t.Errorf("without the chart's Prometheus the notes name it:\n%s", n)
+	}
+	if !strings.Contains(n, "costs.cadvisor and costs.nodeExporter are the chart's Prometheus's") || strings.Contains(n, "ClusterRole") {
+		t.Errorf("without the chart's Prometheus the notes do not say the costs are n/a, or name its ClusterRole:\n%s", n)
 	}
 
 	// Values change what they say: a Job in the release, Prometheus's user,
