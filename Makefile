@@ -212,25 +212,27 @@ check: deps ## Static checks: gofmt, go vet, nginx -t, promtool, compose file, d
 	$(STEP) vet bash -ec 'for m in $(GO_SERVICES) tests; do (cd $$m && go vet ./...); done'
 	cd tests && ../$(STEP) static go test -count=1 ./static/...
 
-.PHONY: test test-python test-go
+.PHONY: test test-native test-go
 test: $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Python, make doctor), the Helm chart's offline checks and its install on a real kube-apiserver, a short fuzz, nginx + app integration
-	$(MAKE) -j2 $(OUTPUT_SYNC) test-python test-go
+	$(MAKE) -j2 $(OUTPUT_SYNC) test-native test-go
 
 # The two run side by side (make test): much of each waits on real processes.
 # Each one's output is printed whole when it ends (GNU make 4's --output-sync).
-# pytest needs only Debian's packages and oha, so on a new machine it runs
-# while the Go track builds the other tools (check's deps finds oha built).
+# test-native (pytest, then the integration tests: nginx, the app and every
+# stack as real processes) needs only Debian's packages and oha, so on a new
+# machine it runs while test-go's check builds the other tools (and finds oha
+# built).
 OUTPUT_SYNC := $(if $(filter 3.%,$(MAKE_VERSION)),,--output-sync=target)
-test-python: $(VENV)/.installed
-	$(STEP) "deps for pytest" scripts/test-deps.sh apt oha >/dev/null
+test-native: $(VENV)/.installed
+	$(STEP) "deps: apt, oha" scripts/test-deps.sh apt oha >/dev/null
 	$(STEP) pytest $(VENV)/bin/python -m pytest -q -n $(PYTEST_WORKERS) report loadgen contract scripts
+	cd tests && ../$(STEP) integration go test -count=1 ./integration/...
 
 test-go: check
 	$(STEP) "Go unit tests" bash -ec 'for m in $(GO_SERVICES); do (cd $$m && go test -count=1 -race ./...); done'
 	$(STEP) fuzz $(MAKE) fuzz
 	cd tests && ../$(STEP) doctor go test -count=1 ./doctor/...
 	cd tests && ../$(STEP) "Helm chart (kube-apiserver)" go test -count=1 ./k8s/...
-	cd tests && ../$(STEP) integration go test -count=1 ./integration/...
 
 .PHONY: mutate
 mutate: $(VENV)/.installed ## Check the tests catch each one-line bug of tests/mutations/mutations.toml (on demand, about 25 minutes; MUTATE="--set fresh" or "--only ID")
