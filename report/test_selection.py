@@ -120,6 +120,29 @@ def test_on_a_shared_prometheus_the_report_reads_its_release_alone(tmp_path, sha
     assert SharedPrometheus.seen and all(carries(q) for q in SharedPrometheus.seen)
 
 
+def test_every_query_the_report_sends_parses_with_prometheus_own_parser(tmp_path, shared):
+    """Every query of a report on a shared Prometheus, its matchers added, as
+    Prometheus's own PromQL parser reads it: promtool (scripts/test-deps.sh's
+    build, at .env's version) checks each as a recording rule's expression."""
+    k6, url = shared
+    (tmp_path / "t1").mkdir()
+    (tmp_path / "t1" / "load.json").write_text(json.dumps(k6))
+    (tmp_path / "t1" / "compose.json").write_text(json.dumps(COMPOSE))
+    res = run_script("--run", "t1", "--prometheus", url, "--results", str(tmp_path), "--select", SELECT)
+    assert res.returncode == 0, res.stderr
+    queries = sorted(set(SharedPrometheus.seen))
+    assert queries
+    dep = subprocess.run([str(ROOT / "scripts" / "test-deps.sh"), "promtool"], capture_output=True, text=True,
+                         timeout=3600)
+    assert dep.returncode == 0, dep.stderr
+    promtool = dep.stdout.strip().splitlines()[-1]
+    rules = tmp_path / "rules.yml"
+    rules.write_text(json.dumps({"groups": [{"name": "report", "rules": [
+        {"record": f"report:query_{i}", "expr": q} for i, q in enumerate(queries)]}]}))
+    check = subprocess.run([promtool, "check", "rules", str(rules)], capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, f"{len(queries)} queries: {check.stdout}{check.stderr}"
+
+
 def test_a_bad_selection_stops_the_report_naming_it(tmp_path):
     (tmp_path / "t1").mkdir()
     (tmp_path / "t1" / "load.json").write_text(json.dumps(make_k6()))

@@ -83,6 +83,9 @@ moddir() { # moddir MODULE@VERSION: the module's source folder (downloaded where
 }
 
 go_build() { # go_build NAME MODULE@VERSION PKG [LDFLAGS]: builds PKG of a module into $BIN/NAME-VERSION
+  locked "$1" go_build_unlocked "$@"
+}
+go_build_unlocked() {
   local name=$1 modver=$2 pkg=$3 ldflags=${4:-} out
   out=$BIN/$name-${modver##*@}
   [ -x "$out" ] && { echo "$out"; return; }
@@ -318,7 +321,9 @@ for w in "${want[@]}"; do
       apt_install curl curl
       apt_install wrk wrk # loadgen's tests run the wrk runner for a second
       stacks_install ;;
-    promtool) ln -sf "$(go_build promtool "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" ./cmd/promtool "$(prometheus_ldflags)")" "$BIN/promtool" ;;
+    promtool)
+      ln -sf "$(go_build promtool "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" ./cmd/promtool "$(prometheus_ldflags)")" "$BIN/promtool"
+      echo "$BIN/promtool" ;;
     compose)
       p=$(go_build docker-compose "github.com/docker/compose/v2@$COMPOSE_VERSION" ./cmd \
         "-X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION")
