@@ -262,11 +262,8 @@ load:
 		}
 		full, err := burst(testid + "-backlog-1")
 		t.Logf("backlog 1: %v (make k8s-load: %v)", full, err)
-		// The socket refuses at once when its queue is full (connect(2):
-		// EAGAIN), which nginx answers 502; TCP's full queue drops the SYN
-		// and the client retries, so it waits (a timeout at worst, never a 502).
-		if full["uds-lo"]["502"] == 0 || full["tcp-lo"]["502"] != 0 {
-			t.Errorf("with a backlog of 1: uds-lo %v, tcp-lo %v; want 502s on the socket and none on TCP", full["uds-lo"], full["tcp-lo"])
+		if err := refusedOnTheSocket(float64(full["uds-lo"]["502"]), float64(full["tcp-lo"]["502"])); err != nil {
+			t.Errorf("with a backlog of 1: uds-lo %v, tcp-lo %v: %v", full["uds-lo"], full["tcp-lo"], err)
 		}
 	})
 

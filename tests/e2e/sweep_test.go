@@ -118,8 +118,8 @@ func envelopeRun(t *testing.T, prom, id string) {
 		}
 		return nil
 	})
-	if n := after["tcp-lo/502"] - before["tcp-lo/502"]; n != 0 {
-		t.Errorf("nginx logged %v 502s on tcp-lo at somaxconn 16, want none: TCP's full backlog makes the client wait", n)
+	if err := refusedOnTheSocket(after["uds-lo/502"]-before["uds-lo/502"], after["tcp-lo/502"]-before["tcp-lo/502"]); err != nil {
+		t.Errorf("nginx's log at somaxconn 16: %v", err)
 	}
 	mk(t, "report", "RUN="+id)
 	var r struct {
@@ -137,9 +137,27 @@ func envelopeRun(t *testing.T, prom, id string) {
 			refused[path] += o.Statuses["non_2xx_3xx"]
 		}
 	}
-	if refused["uds-lo"] == 0 || refused["tcp-lo"] != 0 {
-		t.Errorf("wrk's answers other than 2xx and 3xx: %v, want some on uds-lo and none on tcp-lo (steps %+v)", refused, r.Steps)
+	if err := refusedOnTheSocket(refused["uds-lo"], refused["tcp-lo"]); err != nil {
+		t.Errorf("wrk's answers other than 2xx and 3xx: %v: %v (steps %+v)", refused, err, r.Steps)
 	}
 	t.Logf("at somaxconn 16, 64 and 256 connections: nginx logged %v 502s on uds-lo, %v on tcp-lo; wrk's non-2xx %v",
 		after["uds-lo/502"]-before["uds-lo/502"], after["tcp-lo/502"]-before["tcp-lo/502"], refused)
+}
+
+// refusedOnTheSocket says whether a full listen backlog showed as it does:
+// the socket refuses at once (connect(2): EAGAIN), which nginx answers 502,
+// while TCP's full queue drops the SYN and the client retries, so it waits
+// (504s, timeouts). A TCP connection can still end in nginx's 502, rarely:
+// one whose last handshake ACK the full queue dropped is open on the client's
+// side only and can meet a reset later (2 of TCP's 277 failures
+// on the test bed's node at somaxconn 1, 2026-11-27, against the socket's
+// 1,578 502s). So the socket must have 502s and TCP under a tenth as many.
+func refusedOnTheSocket(socket, tcp float64) error {
+	switch {
+	case socket <= 0:
+		return fmt.Errorf("no 502 on the socket (TCP %v): want the socket to refuse", tcp)
+	case tcp*10 >= socket:
+		return fmt.Errorf("TCP had %v 502s against the socket's %v: want under a tenth as many, TCP's full backlog making the client wait", tcp, socket)
+	}
+	return nil
 }
