@@ -1,6 +1,7 @@
 """Tests of the report package: the pure parts with synthetic load.json data
 and a fake query function, the charts, and `python3 -m report` end to end
 against a fake Prometheus. No network beyond 127.0.0.1, no Docker."""
+import contextlib
 import json
 import re
 import socket
@@ -564,6 +565,28 @@ def test_charts_skip_empty_series(tmp_path):
 # ---------------------------------------------------------------- end to end
 
 
+def reply_json(handler, data):
+    """A Prometheus API answer (status success, data) from a handler in the test."""
+    body = json.dumps({"status": "success", "data": data}).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+@contextlib.contextmanager
+def serving(handler):
+    """handler's class served on 127.0.0.1 in a thread while the block runs: its base URL."""
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 class FakePrometheus(BaseHTTPRequestHandler):
     """Answers /api/v1/query from a table like fake_query's."""
 
@@ -575,12 +598,7 @@ class FakePrometheus(BaseHTTPRequestHandler):
             self.send_error(404)
             return
         expr = urllib.parse.parse_qs(u.query)["query"][0]
-        body = json.dumps({"status": "success", "data": fake_query(self.table)(expr)}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        reply_json(self, fake_query(self.table)(expr))
 
     def log_message(self, *args):
         pass
@@ -590,12 +608,8 @@ class FakePrometheus(BaseHTTPRequestHandler):
 def prometheus():
     k6 = make_k6()
     FakePrometheus.table = server_table(k6)
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), FakePrometheus)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield k6, f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serving(FakePrometheus) as url:
+        yield k6, url
 
 
 def run_script(*args):

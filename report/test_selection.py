@@ -9,15 +9,14 @@ import re
 import stat
 import subprocess
 import sys
-import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from report import selection
-from report.test_report import COMPOSE, fake_query, make_k6, run_script, server_table
+from report.test_report import COMPOSE, fake_query, make_k6, reply_json, run_script, server_table, serving
 from report.values import ReportError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,12 +80,7 @@ class SharedPrometheus(BaseHTTPRequestHandler):
     def do_GET(self):
         expr = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)["query"][0]
         self.seen.append(expr)
-        data = fake_query(self.mine if carries(expr) else self.both)(expr)
-        body = json.dumps({"status": "success", "data": data}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        reply_json(self, fake_query(self.mine if carries(expr) else self.both)(expr))
 
     def log_message(self, *args):
         pass
@@ -99,21 +93,24 @@ def shared():
     # The other release's app used 10 times the CPU for as many requests.
     SharedPrometheus.both = server_table(k6, {"app_http_requests_total": 2000, "process_cpu_seconds_total": 0.55})
     SharedPrometheus.seen = []
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), SharedPrometheus)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield k6, f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serving(SharedPrometheus) as url:
+        yield k6, url
 
 
-def test_on_a_shared_prometheus_the_report_reads_its_release_alone(tmp_path, shared):
+def report_on(tmp_path, shared):
+    """make k8s-report's report on the shared Prometheus, with the release's
+    matchers: its run's folder."""
     k6, url = shared
     (tmp_path / "t1").mkdir()
     (tmp_path / "t1" / "load.json").write_text(json.dumps(k6))
     (tmp_path / "t1" / "compose.json").write_text(json.dumps(COMPOSE))
     res = run_script("--run", "t1", "--prometheus", url, "--results", str(tmp_path), "--select", SELECT)
     assert res.returncode == 0, res.stderr
-    rep = json.loads((tmp_path / "t1" / "report.json").read_text())
+    return tmp_path / "t1"
+
+
+def test_on_a_shared_prometheus_the_report_reads_its_release_alone(tmp_path, shared):
+    rep = json.loads((report_on(tmp_path, shared) / "report.json").read_text())
     # 0.05 s of CPU for 1000 requests: this release's app alone.
     assert rep["phases"][0]["figures"]["app_cpu_us_per_req"] == pytest.approx(50)
     assert rep["prometheus_select"] == SELECT
@@ -124,12 +121,7 @@ def test_every_query_the_report_sends_parses_with_prometheus_own_parser(tmp_path
     """Every query of a report on a shared Prometheus, its matchers added, as
     Prometheus's own PromQL parser reads it: promtool (scripts/test-deps.sh's
     build, at .env's version) checks each as a recording rule's expression."""
-    k6, url = shared
-    (tmp_path / "t1").mkdir()
-    (tmp_path / "t1" / "load.json").write_text(json.dumps(k6))
-    (tmp_path / "t1" / "compose.json").write_text(json.dumps(COMPOSE))
-    res = run_script("--run", "t1", "--prometheus", url, "--results", str(tmp_path), "--select", SELECT)
-    assert res.returncode == 0, res.stderr
+    report_on(tmp_path, shared)
     queries = sorted(set(SharedPrometheus.seen))
     assert queries
     dep = subprocess.run([str(ROOT / "scripts" / "test-deps.sh"), "promtool"], capture_output=True, text=True,
