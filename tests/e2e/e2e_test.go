@@ -76,6 +76,8 @@ func pathURL(t *testing.T, nginx string, p labPath) string {
 // subtest, so that one failing leaves the others to run and
 // `E2E_RUN='TestLab/kill' make e2e` runs one. Each scenario starts from the
 // lab up on its own app and leaves it so (its cleanup restores what it changed).
+// The scenarios that only change the lab (restart, notrack, stale-socket) run
+// in TestApps's lab, beside these.
 func TestLab(t *testing.T) {
 	if os.Getenv("UDS_LAB_E2E") == "" {
 		t.Skip("needs the stand-in images and environment from tests/e2e/run.sh: run `make e2e`")
@@ -94,13 +96,6 @@ func TestLab(t *testing.T) {
 	// runs' reports, later, set it beside their paths.
 	floorRun := testid + "-floor"
 	t.Run("floor", func(t *testing.T) { floor(t, floorRun) })
-	// nginx and Prometheus restarted under load: the app is unaffected.
-	t.Run("restart", func(t *testing.T) { restartUnderLoad(t, prom, nginx, testid+"-restart") })
-	// APP_LO_NOTRACK: loopback out of connection tracking in the app's namespace, and back.
-	t.Run("notrack", notrack)
-	// A crash leaves the socket behind; make down and make up start over it,
-	// and Prometheus keeps its data across them.
-	t.Run("stale-socket", func(t *testing.T) { staleSocket(t, prom, nginx) })
 
 	// The scenarios that load the machine flat out or time a recovery, each
 	// alone (heavy: never while TestKubernetes's node runs beside TestLab).

@@ -16,12 +16,13 @@ import (
 	"uds-lab/tests/internal/lab"
 )
 
-// make e2e runs two labs side by side, each a compose project of its own with
-// its own ports and image tag (LAB_IMAGE_TAG), from one checkout
-// (tests/e2e/run.sh): TestLab (with TestKubernetes beside it) in one go test
-// process, TestApps in another. A file lock under UDS_LAB_E2E_LOCKS keeps
-// their first make up apart (Prometheus's password is made once). Without it
-// (go test run by hand) the lock is a no-op.
+// make e2e runs three labs side by side, each a compose project of its own
+// with its own ports and image tag (LAB_IMAGE_TAG), from one checkout
+// (tests/e2e/run.sh), each in a go test process of its own: TestLab (with
+// TestKubernetes beside it); TestOverloadAndStop, TestDoctor and TestApps;
+// TestStacks. A file lock under UDS_LAB_E2E_LOCKS keeps their first make up
+// apart (Prometheus's password is made once). Without it (go test run by
+// hand) the lock is a no-op.
 
 // lockFile takes an exclusive flock on UDS_LAB_E2E_LOCKS/name, held until
 // release.
@@ -107,8 +108,10 @@ func firstUp(t *testing.T, settings ...string) {
 
 // TestApps: the lab on other apps, in a lab of its own beside TestLab's (each
 // scenario only waits on light loads and containers starting): make contract
-// on the lab's app and on apps that fail it on purpose, the lab swapped to
-// another image, and make compare over every reference stack.
+// on the lab's app and on apps that fail it on purpose, and the lab swapped to
+// another image; then the lab changed under it: nginx and Prometheus
+// restarted under load, loopback untracked, the app killed and its socket
+// left behind.
 func TestApps(t *testing.T) {
 	if os.Getenv("UDS_LAB_E2E") == "" {
 		t.Skip("needs the stand-in images and environment from tests/e2e/run.sh: run `make e2e`")
@@ -128,59 +131,72 @@ func TestApps(t *testing.T) {
 		swapApp(t, prom, nginx, forgedImage, testid+"-swap")
 		forgedMetrics(t, prom)
 	})
-	// The reference stacks (stand-ins from Debian's packages, running the same
-	// app code and config as stacks/*), each behind the lab: every path serves.
-	// make compare runs them, the lab's app first, and writes the comparison.
-	t.Run("stacks", func(t *testing.T) {
-		t.Cleanup(func() { step(t, "make up: back to the lab's app", func() { mk(t, "up") }) })
-		// The lab's app first, then every stack of the catalogue.
-		stacks := []string{"go"}
-		for _, name := range slices.Sorted(maps.Keys(lab.ReadCatalogue(t).Stacks)) {
-			if name != "go" {
-				stacks = append(stacks, name)
-			}
+	// nginx and Prometheus restarted under load: the app is unaffected.
+	t.Run("restart", func(t *testing.T) { restartUnderLoad(t, prom, nginx, testid+"-restart") })
+	// APP_LO_NOTRACK: loopback out of connection tracking in the app's namespace, and back.
+	t.Run("notrack", notrack)
+	// A crash leaves the socket behind; make down and make up start over it,
+	// and Prometheus keeps its data across them.
+	t.Run("stale-socket", func(t *testing.T) { staleSocket(t, prom, nginx) })
+}
+
+// TestStacks: the reference stacks (stand-ins from Debian's packages, running
+// the same app code and config as stacks/*), each behind the lab, in a third
+// lab beside TestLab's and TestApps's (light loads, containers starting):
+// every path serves. make compare runs them, the lab's app first, and writes
+// the comparison; then make contract on each stack.
+func TestStacks(t *testing.T) {
+	if os.Getenv("UDS_LAB_E2E") == "" {
+		t.Skip("needs the stand-in images and environment from tests/e2e/run.sh: run `make e2e`")
+	}
+	prom, _, testid := startLab(t, "e2e-stacks")
+	// The lab's app first, then every stack of the catalogue.
+	stacks := []string{"go"}
+	for _, name := range slices.Sorted(maps.Keys(lab.ReadCatalogue(t).Stacks)) {
+		if name != "go" {
+			stacks = append(stacks, name)
 		}
-		// The answer's pairs over loopback (new connections and pooled), both
-		// through nginx-lo: what a stack changes is its side of the
-		// connection, the same on every hop (tests/integration serves every
-		// path of every stack natively); the pairs across the bridge are
-		// left "not measured", which compare.json must say. The shortest
-		// phases that give each path stackRun's 80 requests: what it checks
-		// is that each stack serves and is counted, not a figure.
-		measured := []string{"tcp-lo", "uds-lo", "tcp-lo-ka", "uds-lo-ka"}
-		step(t, "make compare", func() {
-			mk(t, "compare", "TESTID="+testid, "STACKS="+strings.Join(stacks, ","), "SCENARIO=ping", "PATHS="+strings.Join(measured, ","),
-				"RATE=40", "DURATION=2", "ROUNDS=1", "WARMUP=0", "IDLE=0")
-		})
-		for _, name := range stacks {
-			t.Run(name, func(t *testing.T) { stackRun(t, prom, name, "compare-"+testid+"-"+name, len(measured)) })
-		}
-		var c struct {
-			Pairs  []string // catalogue.json's answer pairs, "uds-lo/tcp-lo" ...
-			Stacks map[string]struct {
-				Workloads map[string]map[string]struct{ Verdict string }
-			}
-		}
-		if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", "compare-"+testid, "compare.json"))), &c); err != nil {
-			t.Fatal(err)
-		}
-		if len(c.Pairs) == 0 {
-			t.Error("compare.json names no pairs")
-		}
-		for _, name := range stacks {
-			for _, pair := range c.Pairs {
-				socket, tcp, _ := strings.Cut(pair, "/")
-				v := c.Stacks[name].Workloads["ping"][pair].Verdict
-				switch {
-				case !slices.Contains(measured, socket) || !slices.Contains(measured, tcp):
-					if v != "" && !strings.HasPrefix(v, "not measured") {
-						t.Errorf("compare.json: %s: %s %q, want not measured (its paths were not run)", name, pair, v)
-					}
-				case v == "" || strings.HasPrefix(v, "not measured"):
-					t.Errorf("compare.json: %s: %s %q, want a verdict", name, pair, v)
-				}
-			}
-		}
-		t.Logf("%s", mustRead(t, lab.Path(t, "results", "compare-"+testid, "compare.md")))
+	}
+	// The answer's pairs over loopback (new connections and pooled), both
+	// through nginx-lo: what a stack changes is its side of the
+	// connection, the same on every hop (tests/integration serves every
+	// path of every stack natively); the pairs across the bridge are
+	// left "not measured", which compare.json must say. The shortest
+	// phases that give each path stackRun's 80 requests: what it checks
+	// is that each stack serves and is counted, not a figure.
+	measured := []string{"tcp-lo", "uds-lo", "tcp-lo-ka", "uds-lo-ka"}
+	step(t, "make compare", func() {
+		mk(t, "compare", "TESTID="+testid, "STACKS="+strings.Join(stacks, ","), "SCENARIO=ping", "PATHS="+strings.Join(measured, ","),
+			"RATE=40", "DURATION=2", "ROUNDS=1", "WARMUP=0", "IDLE=0")
 	})
+	for _, name := range stacks {
+		t.Run(name, func(t *testing.T) { stackRun(t, prom, name, "compare-"+testid+"-"+name, len(measured)) })
+	}
+	var c struct {
+		Pairs  []string // catalogue.json's answer pairs, "uds-lo/tcp-lo" ...
+		Stacks map[string]struct {
+			Workloads map[string]map[string]struct{ Verdict string }
+		}
+	}
+	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", "compare-"+testid, "compare.json"))), &c); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Pairs) == 0 {
+		t.Error("compare.json names no pairs")
+	}
+	for _, name := range stacks {
+		for _, pair := range c.Pairs {
+			socket, tcp, _ := strings.Cut(pair, "/")
+			v := c.Stacks[name].Workloads["ping"][pair].Verdict
+			switch {
+			case !slices.Contains(measured, socket) || !slices.Contains(measured, tcp):
+				if v != "" && !strings.HasPrefix(v, "not measured") {
+					t.Errorf("compare.json: %s: %s %q, want not measured (its paths were not run)", name, pair, v)
+				}
+			case v == "" || strings.HasPrefix(v, "not measured"):
+				t.Errorf("compare.json: %s: %s %q, want a verdict", name, pair, v)
+			}
+		}
+	}
+	t.Logf("%s", mustRead(t, lab.Path(t, "results", "compare-"+testid, "compare.md")))
 }

@@ -27,10 +27,14 @@ if echo TestKubernetes | grep -Eq -- "$filter"; then
 fi
 log "engine"
 state=$(tests/e2e/engine.sh start) || { log "FAIL: no Docker engine could be started (see above)"; exit 1; }
-root_private="" out="" appsout="" appspid=""
+root_private="" out=""
+declare -A sidepid=() sideout=() # the labs beside TestLab's: their go test processes and outputs
 cleanup() {
-  if [ -n "$appspid" ] && kill -0 "$appspid" 2>/dev/null; then kill -- "-$appspid" 2>/dev/null; wait "$appspid" 2>/dev/null; fi
-  rm -f "$out" "$appsout"
+  local p
+  for p in "${sidepid[@]}"; do
+    if kill -0 "$p" 2>/dev/null; then kill -- "-$p" 2>/dev/null; wait "$p" 2>/dev/null; fi
+  done
+  rm -f "$out" "${sideout[@]}"
   rm -rf "${UDS_LAB_E2E_LOCKS:-}"
   if [ -n "$nodepid" ] && kill -0 "$nodepid" 2>/dev/null; then kill -- "-$nodepid" 2>/dev/null; fi
   rm -f "$nodelog"
@@ -50,14 +54,15 @@ set -a
 eval "$standins"
 # Its own project and test run, so a lab a developer has running is untouched,
 # and ports nothing listens on (fixed ones were taken by other processes here).
-# TestApps runs in a second lab beside TestLab's (tests/e2e/labs_test.go), a
-# project, ports and image tag of its own; a lock in UDS_LAB_E2E_LOCKS keeps
-# their first make up apart.
+# Two more labs run beside TestLab's (tests/e2e/labs_test.go), each in a go
+# test process of its own with a project, ports and image tag of its own: the
+# apps lab (TestOverloadAndStop, TestDoctor, TestApps) and the stacks lab
+# (TestStacks). A lock in UDS_LAB_E2E_LOCKS keeps their first make up apart.
 COMPOSE_PROJECT_NAME=uds-lab-e2e
-APPS_PROJECT=uds-lab-e2e-apps
 UDS_LAB_E2E_LOCKS=$(mktemp -d)
 picked=""
-for v in NGINX_PORT PROMETHEUS_PORT GRAFANA_PORT APPS_NGINX_PORT APPS_PROMETHEUS_PORT APPS_GRAFANA_PORT; do
+for v in NGINX_PORT PROMETHEUS_PORT GRAFANA_PORT APPS_NGINX_PORT APPS_PROMETHEUS_PORT APPS_GRAFANA_PORT \
+  STACKS_NGINX_PORT STACKS_PROMETHEUS_PORT STACKS_GRAFANA_PORT; do
   while p=$((20000 + RANDOM % 30000)); case " $picked " in *" $p "*) true ;; *) (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null ;; esac; do :; done
   picked="$picked $p"; printf -v "$v" %s "$p"
 done
@@ -76,30 +81,44 @@ echo "  grafana: no Debian package and its Go module is not available"
 log "cadvisor: the project's own main over cAdvisor's library (docs/tests.md: what differs from the official image)"
 
 # E2E_RUN: a go test -run pattern, to run one test (e.g. E2E_RUN=TestOverloadAndStop).
-log "ports: nginx $NGINX_PORT, prometheus $PROMETHEUS_PORT, grafana $GRAFANA_PORT; TestApps's lab: $APPS_NGINX_PORT, $APPS_PROMETHEUS_PORT, $APPS_GRAFANA_PORT"
+log "ports: nginx $NGINX_PORT, prometheus $PROMETHEUS_PORT, grafana $GRAFANA_PORT; the apps lab: $APPS_NGINX_PORT, $APPS_PROMETHEUS_PORT, $APPS_GRAFANA_PORT; the stacks lab: $STACKS_NGINX_PORT, $STACKS_PROMETHEUS_PORT, $STACKS_GRAFANA_PORT"
 
 status=0
 # go test -v's output is kept, to repeat the failed tests' messages at the end.
-out=$(mktemp) appsout=$(mktemp) appspid=""
-if echo TestApps | grep -Eq -- "${filter%%/*}"; then
-  # Every other test skipped by name, so that E2E_RUN's pattern still selects.
-  others=$(cd tests && go test -list . ./e2e/ | grep '^Test' | grep -vx TestApps | paste -sd'|')
-  log "go test ./e2e -run TestApps, in the background (its output follows TestLab's)"
+out=$(mktemp)
+alltests=$(cd tests && go test -list . ./e2e/ | grep '^Test')
+# side NAME TESTS: go test ./e2e -run TESTS (a|b) in the background, in the lab
+# named NAME (its project, image tag and NAME_*_PORT ports), where E2E_RUN
+# selects one of them; every other test skipped by name, so that E2E_RUN's
+# pattern still selects within them.
+side() {
+  local name=$1 tests=$2 upper others
+  echo "$tests" | tr '|' '\n' | grep -Eq -- "${filter%%/*}" || return 0
+  upper=$(echo "$name" | tr '[:lower:]' '[:upper:]')
+  local nport=${upper}_NGINX_PORT pport=${upper}_PROMETHEUS_PORT gport=${upper}_GRAFANA_PORT
+  others=$(echo "$alltests" | grep -Evx -- "$tests" | paste -sd'|')
+  sideout["$name"]=$(mktemp)
+  log "go test ./e2e -run '$tests' in the $name lab, in the background (its output follows TestLab's)"
   # exec setsid: the background job is its own process group, for cleanup to stop.
-  (cd tests && COMPOSE_PROJECT_NAME=$APPS_PROJECT LAB_IMAGE_TAG=e2e-apps NGINX_PORT=$APPS_NGINX_PORT PROMETHEUS_PORT=$APPS_PROMETHEUS_PORT \
-    GRAFANA_PORT=$APPS_GRAFANA_PORT exec setsid ../scripts/step.sh "go test ./e2e: apps" \
-    go test -count=1 -v -timeout 40m -run "$filter" -skip "^($others)\$" ./e2e/) >"$appsout" 2>&1 &
-  appspid=$!
-fi
+  (cd tests && COMPOSE_PROJECT_NAME=uds-lab-e2e-$name LAB_IMAGE_TAG=e2e-$name NGINX_PORT=${!nport} \
+    PROMETHEUS_PORT=${!pport} GRAFANA_PORT=${!gport} exec setsid ../scripts/step.sh "go test ./e2e: $name" \
+    go test -count=1 -v -timeout 40m -run "$filter" -skip "^($others)\$" ./e2e/) >"${sideout[$name]}" 2>&1 &
+  sidepid["$name"]=$!
+}
+APPS_TESTS='TestOverloadAndStop|TestDoctor|TestApps' STACKS_TESTS=TestStacks
+side apps "$APPS_TESTS"
+side stacks "$STACKS_TESTS"
 log "go test ./e2e"
-(cd tests && ../scripts/step.sh "go test ./e2e" go test -count=1 -v -timeout 40m -run "$filter" -skip '^TestApps$' ./e2e/) 2>&1 | tee "$out" || status=$?
-if [ -n "$appspid" ]; then
-  s=0; wait "$appspid" || s=$?
+(cd tests && ../scripts/step.sh "go test ./e2e" go test -count=1 -v -timeout 40m -run "$filter" \
+  -skip "^($APPS_TESTS|$STACKS_TESTS)\$" ./e2e/) 2>&1 | tee "$out" || status=$?
+for name in apps stacks; do
+  [ -n "${sidepid[$name]:-}" ] || continue
+  s=0; wait "${sidepid[$name]}" || s=$?
   [ "$s" = 0 ] || status=$s
-  log "go test ./e2e -run TestApps: exit $s; its output:"
-  tee -a "$out" <"$appsout"
-fi
-appspid=""
+  log "go test ./e2e in the $name lab: exit $s; its output:"
+  tee -a "$out" <"${sideout[$name]}"
+  unset "sidepid[$name]"
+done
 if [ -n "$nodepid" ] && ! wait "$nodepid"; then
   log "the background build of the Kubernetes node failed (node.sh tried again, above); its log:"
   tail -20 "$nodelog"
