@@ -28,6 +28,11 @@ func TestOverloadAndStop(t *testing.T) {
 	if os.Getenv("UDS_LAB_E2E") == "" {
 		t.Skip("needs the stand-in images and environment from tests/e2e/run.sh: run `make e2e`")
 	}
+	// In make e2e it runs in the apps lab's process after TestDoctor and
+	// TestApps (parallel tests start when the others have ended), and its two
+	// bursts each wait for the machine to itself (alone): not beside
+	// TestKubernetes's node or TestLab's heavy scenarios.
+	t.Parallel()
 	nginx := "http://127.0.0.1:" + os.Getenv("NGINX_PORT")
 	// Leftovers of an interrupted run, before and after; the images stay
 	// (TestLab asserts make clean at its end).
@@ -43,9 +48,9 @@ func TestOverloadAndStop(t *testing.T) {
 		firstUp(t, "SERVICES=app nginx nginx-log-exporter")
 	})
 
-	t.Run("/cpu burst: bounded, answered, /ping unaffected", func(t *testing.T) { cpuBurst(t, nginx) })
+	t.Run("/cpu burst: bounded, answered, /ping unaffected", func(t *testing.T) { alone(t); cpuBurst(t, nginx) })
 	t.Run("slow readers cannot exhaust nginx's memory", func(t *testing.T) { slowReaders(t, nginx) })
-	t.Run("beyond nginx's connection budget: a status, not a reset", func(t *testing.T) { connectionCeiling(t, nginx) })
+	t.Run("beyond nginx's connection budget: a status, not a reset", func(t *testing.T) { alone(t); connectionCeiling(t, nginx) })
 	t.Run("docker compose stop with the longest request in flight", func(t *testing.T) { stopDuringLongest(t, nginx) })
 }
 

@@ -1054,17 +1054,20 @@ func assertNothingLeft(t *testing.T, project string) {
 }
 
 // heavy keeps apart what loads the machine's two cores flat out or times a
-// recovery against them: TestLab's sweep, max, kill and overload, and
+// recovery against them: TestLab's sweep, max, kill, overload and envelope,
 // TestKubernetes's node, which otherwise run side by side (t.Parallel), so
 // that the node's minutes overlap the Compose scenarios that only wait on
-// their loads.
+// their loads, and TestOverloadAndStop's bursts in the apps lab's process
+// (the file lock "heavy" under UDS_LAB_E2E_LOCKS keeps the processes apart).
 var heavy sync.Mutex
 
-// alone holds heavy until the test ends.
+// alone holds heavy, in this process and across the labs' processes, until
+// the test ends.
 func alone(t *testing.T) {
 	t.Helper()
 	heavy.Lock()
-	t.Cleanup(heavy.Unlock)
+	release := lockFile(t, "heavy")
+	t.Cleanup(func() { release(); heavy.Unlock() })
 }
 
 // down stops the lab's leftovers from an interrupted run and deletes their
