@@ -20,9 +20,20 @@ type config struct {
 	logLoad     bool          // OPENLOOP_LOG_LOAD_JSON: load.json on stdout too, between marker lines
 }
 
+// defaults: the generator's own settings where the environment gives none
+// (README.md's table says the same; the plan has no default).
+var defaults = config{
+	metricsAddr: ":9465",
+	scrapeWait:  10 * time.Second,
+	timeout:     60 * time.Second,
+	maxInFlight: 1000,
+	segment:     0,
+	segments:    1,
+}
+
 func loadConfig(getenv func(string) string) (config, error) {
-	c := config{plan: getenv("PLAN"), metricsAddr: ":9465", scrapeWait: 10 * time.Second,
-		timeout: 60 * time.Second, maxInFlight: 1000, segments: 1}
+	c := defaults
+	c.plan = getenv("PLAN")
 	if c.plan == "" {
 		return c, fmt.Errorf("PLAN: empty; the plan.json to run (make load writes it with loadgen/plan.py)")
 	}

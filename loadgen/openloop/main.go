@@ -23,9 +23,11 @@ import (
 	"time"
 )
 
-// Exit codes: 1, more than 1% of the run's requests failed (the report
-// still reads load.json and says why); 2, a bad setting or plan.
-var errFailed = errors.New("more than 1% of requests failed")
+// Exit codes: 1, a threshold failed: more than 1% of the run's requests
+// failed, or more than 1% of a phase's requests were dropped, not sent (the
+// report still reads load.json and says why); 2, a bad setting or plan.
+// run returns errFailed wrapped, with what failed (verdict).
+var errFailed = errors.New("the run failed its thresholds")
 
 type settingError struct{ error }
 
@@ -132,8 +134,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: load.json holds the phases run so far")
 	}
-	if len(doc["thresholds_failed"].([]string)) > 0 {
-		return errFailed
+	if f := doc["thresholds_failed"].([]string); len(f) > 0 {
+		return fmt.Errorf("%w: %s", errFailed, verdict(f))
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -153,7 +152,7 @@ func TestFailuresAreCountedNotTimed(t *testing.T) {
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	doc, err := runPlan(t, testPlan(t, srv.URL, 200, "tcp", "bad"), nil)
-	if err != errFailed {
+	if !errors.Is(err, errFailed) {
 		t.Errorf("run: %v, want %v", err, errFailed)
 	}
 	by := doc["phases"].([]any)[1].(map[string]any)["by_path"].(map[string]any)
@@ -306,29 +305,8 @@ func TestPrometheusScrapesTheRun(t *testing.T) {
 	s := &server{got: map[string]int{}}
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	plan := testPlan(t, srv.URL, 100, "tcp", "bad")
-	done := make(chan error)
-	go func() {
-		_, err := runPlan(t, plan, map[string]string{"OPENLOOP_METRICS_ADDR": "127.0.0.1:19465", "OPENLOOP_SCRAPE_WAIT": "5s"})
-		done <- err
-	}()
-	var body string
-	var err error
-	for range 150 { // scrape every 100 ms, as Prometheus would, until the run ends
-		select {
-		case err = <-done:
-			goto ended
-		case <-time.After(100 * time.Millisecond):
-		}
-		if resp, err := http.Get("http://127.0.0.1:19465/metrics"); err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			body = string(b)
-		}
-	}
-	t.Fatal("the run did not end")
-ended:
-	if err != errFailed {
+	_, body, err := runScraped(t, testPlan(t, srv.URL, 100, "tcp", "bad"), map[string]string{"OPENLOOP_SCRAPE_WAIT": "5s"})
+	if !errors.Is(err, errFailed) {
 		t.Errorf("run: %v, want %v", err, errFailed)
 	}
 	// bad: 100 in the stream; tcp: 100 there and 50 alone, both measured in round 1.

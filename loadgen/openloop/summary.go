@@ -112,7 +112,7 @@ func blockJSON(t *tally, r *phaseRecord) map[string]any {
 func loadJSON(p *plan, startMs int64, recs []*phaseRecord) map[string]any {
 	var requests, failed int64
 	phases := make([]map[string]any, len(p.Phases))
-	var failedPhases []string
+	var thresholds []string
 	for i := range p.Phases {
 		phases[i] = phaseJSON(p, &p.Phases[i], recs[i])
 		requests += recs[i].all.requests
@@ -120,14 +120,55 @@ func loadJSON(p *plan, startMs int64, recs []*phaseRecord) map[string]any {
 	}
 	rate := share(failed, requests)
 	if rate > 0.01 {
-		failedPhases = append(failedPhases, "http_req_failed")
+		thresholds = append(thresholds, "http_req_failed")
+	}
+	for _, name := range overDropped(p, recs) {
+		thresholds = append(thresholds, droppedThreshold+":"+name)
 	}
 	return map[string]any{
 		"testid": p.Testid, "urls": p.URLs, "start_ms": startMs, "gap_s": p.GapS, "idle": p.Idle,
 		"settings": p.Settings, "phases": phases,
 		"totals":            map[string]any{"requests": requests, "failed_rate": rate},
-		"thresholds_failed": append([]string{}, failedPhases...),
+		"thresholds_failed": append([]string{}, thresholds...),
 	}
+}
+
+// droppedThreshold: thresholds_failed names a phase whose load did not go
+// out as droppedThreshold:<phase name>.
+const droppedThreshold = "dropped_iterations"
+
+// overDropped: the phases whose load did not go out: more than 1% of the
+// requests due (sent and dropped) dropped, not sent.
+func overDropped(p *plan, recs []*phaseRecord) []string {
+	var names []string
+	for i, r := range recs {
+		r.mu.Lock()
+		over := share(r.dropped, r.all.requests+r.dropped) > 0.01
+		r.mu.Unlock()
+		if over {
+			names = append(names, p.Phases[i].Name)
+		}
+	}
+	return names
+}
+
+// verdict: load.json's thresholds_failed in words.
+func verdict(thresholds []string) string {
+	var says, phases []string
+	for _, th := range thresholds {
+		if name, ok := strings.CutPrefix(th, droppedThreshold+":"); ok {
+			phases = append(phases, name)
+		} else if th == "http_req_failed" {
+			says = append(says, "more than 1% of requests failed")
+		} else {
+			says = append(says, th)
+		}
+	}
+	if len(phases) > 0 {
+		says = append(says, fmt.Sprintf("the load of %s did not go out (more than 1%% of its requests dropped, not sent: OPENLOOP_MAX_IN_FLIGHT were in flight)",
+			strings.Join(phases, ", ")))
+	}
+	return strings.Join(says, "; ")
 }
 
 // table: a short table per phase, as the run ends.
@@ -147,7 +188,7 @@ func table(w io.Writer, p *plan, doc map[string]any) {
 			ph["dropped_iterations"], 100*ph["late_rate"].(float64), cell("p50"), cell("p99"))
 	}
 	if f := doc["thresholds_failed"].([]string); len(f) > 0 {
-		fmt.Fprintf(w, "\nmore than 1%% of requests failed (%s)\n", strings.Join(f, ", "))
+		fmt.Fprintf(w, "\n%s (%s)\n", verdict(f), strings.Join(f, ", "))
 	}
 }
 
