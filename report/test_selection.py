@@ -39,6 +39,10 @@ SELECT = 'namespace="uds-lab",uds_lab_release="lab"'
     ('label_replace(up{job="app"}, "to", "$1", "job", "(.*)")',
      'label_replace(up{job="app",NS}, "to", "$1", "job", "(.*)")'),
     ("max(max_over_time(up{job=\"app\"}[60s:5s] @ end()))", "max(max_over_time(up{job=\"app\",NS}[60s:5s] @ end()))"),
+    # An escaped quote does not end its value (an odd one: the case above pairs them, which hid it).
+    (r'up{job="a\"b"}', r'up{job="a\"b",NS}'),
+    (r'max(up{path=~"a\"}b"}) or x', r'max(up{path=~"a\"}b",NS}) or x{NS}'),
+    (r'label_replace(up, "to", "a\"b", "job", "(.*)")', r'label_replace(up{NS}, "to", "a\"b", "job", "(.*)")'),
 ])
 def test_every_series_selector_gets_the_matchers(expr, want):
     assert selection.select_series(expr, SELECT) == want.replace("NS", SELECT)
@@ -60,6 +64,7 @@ def test_bad_matchers_are_refused_naming_the_setting(bad):
 def test_matchers_are_normalised():
     assert selection.matchers(' namespace = "uds-lab" , uds_lab_release="lab"') == SELECT
     assert selection.matchers(None) == ""
+    assert selection.matchers(r'path="a\"b" ,job="x"') == r'path="a\"b",job="x"'  # the escaped quote is the value's
 
 
 # ---------------------------------------------------------------- a shared Prometheus, end to end

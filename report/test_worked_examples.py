@@ -140,6 +140,18 @@ def test_the_resolution_rule_is_strict_and_either_sign():
     assert not stats.measurable({**d, "p": 0.05}) and not stats.measurable(None)
 
 
+def test_one_counter_step_apart_is_below_resolution_and_more_is_not():
+    """Two means exactly one step of their counter apart (0.25, exact in
+    binary: 1.25 against 1.0, either way round) are one tick of quantisation:
+    marked with the coarsest phase's step (0.25 over 0.125). A sixteenth more
+    (1.3125) is more than a step: not marked."""
+    phases = [{"resolution": {"x": 0.125}}, {"resolution": {"x": 0.25}}, {"resolution": {}}]
+    assert stats.below_resolution({}, 1.25, 1.0, phases, "x") == {"below_resolution": 0.25}
+    assert stats.below_resolution({}, 1.0, 1.25, phases, "x") == {"below_resolution": 0.25}
+    assert stats.below_resolution({}, 1.3125, 1.0, phases, "x") == {}
+    assert stats.below_resolution({}, 1.25, 1.0, [{"resolution": {}}], "x") == {}  # no counter step: nothing to mark
+
+
 def test_steins_second_stage_worked_example():
     """Rounds 1, 3 (first stage), 2, 6: mean over all 3; the first stage's
     s0 = sqrt(((1-2)^2 + (3-2)^2) / 1) = sqrt 2, se = s0 / sqrt 4, df 1:
@@ -288,3 +300,44 @@ def test_precision_half_width_of_a_ratio_worked_example():
     (c,) = comparisons(precision_load("max", {1: 100, 2: 100, 3: 100}, {1: 200, 2: 800, 3: 400}), first=2)
     assert c["half_width"] == pytest.approx(math.exp(12.7062047 * math.sqrt(2) * math.log(2) / math.sqrt(3)) - 1,
                                             rel=1e-6)
+
+
+# --- report/breakdown.py: the answer's verdict at its edges ---
+
+
+def rounds_diff(mean, lo, hi, a_mean=32.0):
+    """A difference over 10 rounds, not measurable by its own p, TCP's median a_mean µs."""
+    return {"mean": mean, "lo": lo, "hi": hi, "rounds": 10, "a_mean": a_mean, "p": 0.5, "resolution": None}
+
+
+def test_the_same_verdict_needs_the_interval_strictly_inside_the_margin():
+    """MARGIN 25% of TCP's 32 µs: ±8 µs (exact in binary). One comparison (k
+    1): the interval is its own, half-width 6 for -4 to 8. Ending at 8 is on
+    the margin, not inside it: not sure; a quarter in from either edge: the
+    same; a quarter out: not sure."""
+    assert breakdown.half_width(rounds_diff(2.0, -4.0, 8.0), k=1) == 6.0  # t x (6 / t): exact at these numbers
+    verdict = lambda mean, lo, hi: breakdown.three_way(rounds_diff(mean, lo, hi), 25, 1)["verdict"]  # noqa: E731
+    assert breakdown.three_way(rounds_diff(2.0, -4.0, 8.0), 25, 1)["margin"] == 8.0
+    assert (verdict(2.0, -4.0, 8.0), verdict(-2.0, -8.0, 4.0)) == ("unsure", "unsure")  # on the edge
+    assert (verdict(2.0, -3.75, 7.75), verdict(-2.0, -7.75, 3.75)) == ("same", "same")  # just inside
+    assert (verdict(2.0, -4.25, 8.25), verdict(-2.0, -8.25, 4.25)) == ("unsure", "unsure")  # just outside
+
+
+ANSWER_PAIR = {"key": "socket_new", "paths": ["tcp-lo", "uds-lo"], "answer": "new", "against": "TCP over loopback"}
+
+
+def test_not_sure_yet_names_the_extra_seconds_not_the_streams_length():
+    """A stream of 20 blocks of 2 s (nu = floor(0.4 x 20^(2/3)) = 2), mean
+    2.4 µs, its interval 2.4 -+ t(0.975, 2) (se 1), TCP's median 100 µs
+    (margin ±2 µs, under the mean: only excluding 0 decides). At n blocks
+    the half-width is t(0.975, nu(n)) sqrt(20 / n): at 31 (nu 3) 3.1824463
+    x 0.8032193 = 2.556, over 2.4; at 32 (nu 4) 2.7764451 x 0.7905694 =
+    2.195, under: 32 blocks decide, 12 more, 24 more seconds, a stream of 64."""
+    t2 = 4.3026527
+    d = {"mean": 2.4, "lo": 2.4 - t2, "hi": 2.4 + t2, "rounds": 20, "blocks": 20, "block_s": 2, "a_mean": 100.0,
+         "p": 0.5, "resolution": None}
+    assert breakdown.to_decide(d, 2.0, 1) == 32
+    row = breakdown.answer_row(ANSWER_PAIR, {"figures": {"client_p50_ms": d}}, 1, 2, None, {})
+    assert row["verdict"] == "unsure"
+    assert row["words"] == "not sure yet: about 24 more seconds would likely decide (INTERLEAVE=64)"
+    assert row["phrase"].endswith("not sure yet; about 24 more seconds would likely decide (INTERLEAVE=64)")

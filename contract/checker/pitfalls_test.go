@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -57,7 +58,8 @@ func TestBacklogClause(t *testing.T) {
 	low := newRawApp(t, 10, nil)
 	c := backlogClause(low.cfg)
 	if c.Pass || c.Status != statusWarn || !strings.Contains(c.Why, "unix "+low.cfg.Socket+" 10") ||
-		!strings.Contains(c.Fix, "listen()") {
+		!strings.Contains(c.Why, "tcp :"+strconv.Itoa(listenerPort(low.cfg))+" 10, ") ||
+		!strings.Contains(c.Why, "net.core.somaxconn "+strconv.Itoa(max)) || !strings.Contains(c.Fix, "listen()") {
 		t.Errorf("backlog 10: %+v", c)
 	}
 	ok := newRawApp(t, 512, nil)
@@ -279,5 +281,32 @@ func TestEnvelope(t *testing.T) {
 	}
 	if s, why, _ := judgeEnvelope([]level{{Listener: "tcp", Concurrency: 4, Sent: 9, OK: 9}, {Listener: "unix", Concurrency: 4, Sent: 9, OK: 9}}, "/ping", false); s != statusPass || !strings.Contains(why, "Neither refused") {
 		t.Errorf("no refusal: %s %s", s, why)
+	}
+}
+
+// An app that answers each request after 20 ms, with room in its queues: no
+// burst is refused and each level's p99 (of the answered requests, in ms) is
+// the delay and a little more, in the level and in the row's words.
+func TestEnvelopeP99IsTheAppsDelay(t *testing.T) {
+	a := newRawApp(t, 64, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+	}))
+	levels, burstFor := envelopeLevels, envelopeBurst
+	envelopeLevels, envelopeBurst = []int{2}, 200*time.Millisecond
+	defer func() { envelopeLevels, envelopeBurst = levels, burstFor }()
+	c := envelopeClause(a.cfg, newApp(a.cfg), false)
+	if len(c.Levels) != 2 || c.Status != statusPass {
+		t.Fatalf("envelope: %+v", c)
+	}
+	for _, lv := range c.Levels {
+		if lv.OK < 4 || lv.Refused != 0 || lv.P99Ms < 20 || lv.P99Ms > 60 {
+			t.Errorf("%s: %+v, want p99 20 to 60 ms", lv.Listener, lv)
+		}
+		if row := fmt.Sprintf("%s 2: 0%% refused at connect, p99 %s", lv.Listener, ms(lv.P99Ms)); !strings.Contains(c.Why, row) {
+			t.Errorf("row %q not in %s", row, c.Why)
+		}
+	}
+	if ms(20.5) != "20.5 ms" || ms(1500) != "1.50 s" {
+		t.Errorf("ms: %s %s", ms(20.5), ms(1500))
 	}
 }
