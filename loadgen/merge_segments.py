@@ -88,6 +88,20 @@ def merge_phase(phases):
     return out
 
 
+# openloop's threshold on a phase whose load did not go out (thresholds_failed's
+# "dropped_iterations:<phase>"): more than 1% of its requests due dropped, not sent.
+DROPPED = "dropped_iterations"
+
+
+def over_dropped(phase, docs):
+    """Whether the merged phase fails openloop's dropped threshold. Its share
+    of drops is the pods' weighted mean: over 1% only where some pod's is, so
+    only an openloop that names such phases gives a merge that does."""
+    named = any(f"{DROPPED}:{phase['name']}" in d.get("thresholds_failed", []) for d in docs)
+    due = phase.get("requests", 0) + phase.get("dropped_iterations", 0)
+    return named and due > 0 and phase.get("dropped_iterations", 0) / due > 0.01
+
+
 def check(docs, names):
     first = docs[0]
     for doc, name in zip(docs, names):
@@ -109,7 +123,8 @@ def merge(docs, names):
     requests = sum(d["totals"]["requests"] for d in docs)
     failed = count([d["totals"] for d in docs], "failed_rate")
     out["totals"] = {"requests": requests, "failed_rate": failed / requests if requests else 0}
-    out["thresholds_failed"] = ["http_req_failed"] if out["totals"]["failed_rate"] > 0.01 else []
+    out["thresholds_failed"] = (["http_req_failed"] if out["totals"]["failed_rate"] > 0.01 else []) + [
+        f"{DROPPED}:{p['name']}" for p in out["phases"] if over_dropped(p, docs)]
     out["segments"] = {
         "pods": len(docs),
         "requests": [d["totals"]["requests"] for d in docs],

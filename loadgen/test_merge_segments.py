@@ -4,6 +4,7 @@ chart's Job runs it in two pods), each with its own copy of the plan,
 against a server on 127.0.0.1; then their load.json merged into one. And
 the merge's arithmetic on histograms of known values."""
 import json
+import math
 import random
 import shutil
 import subprocess
@@ -154,3 +155,115 @@ def test_durations_are_the_quantiles_openloop_writes():
     assert merge_segments.durations(h) == {"avg": 0.5005, "p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99,
                                            "p999": 0.999, "max": 1.0}
     assert merge_segments.durations(HdrHistogram(1, 1000, 3)) == {}
+
+
+# --- The merge by a property: n segments merged are the run one process sent ---
+
+# Leaves of load.json the merge may write otherwise than one process would,
+# and why. Every other leaf, found by walking the whole document, must be
+# the one process's: counts exactly, shares and means up to float rounding,
+# quantiles exactly (the pods' HDR histograms add up to the run's), strings,
+# nulls and the histograms themselves (by their counts, not their bytes).
+ONLY_MERGED = {
+    ("segments",): "only the merge writes it: how many pods, their requests and start spread",
+}
+
+
+@pytest.fixture(scope="module")
+def fixtures_binary(tmp_path_factory):
+    """TestMergeFixtures (loadgen/openloop/fixtures_test.go) built once with
+    openloop's code and none of its other tests (a test of its own being
+    edited does not stop this one): it records drawn requests whole and in
+    segments with openloop's own records and load.json."""
+    src, work = runplan.HERE / "openloop", tmp_path_factory.mktemp("openloop")
+    for f in [src / "go.mod", src / "go.sum", src / "fixtures_test.go",
+              *(f for f in src.glob("*.go") if not f.name.endswith("_test.go"))]:
+        shutil.copy(f, work)
+    out = work / "openloop.test"
+    res = subprocess.run(["go", "test", "-c", "-o", str(out), "."], cwd=work, capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr
+    return out
+
+
+def fixtures(binary, d, seed, n):
+    """(the whole run's load.json, its n segments'), as openloop writes them."""
+    d.mkdir()
+    env = {"OPENLOOP_FIXTURES_DIR": str(d), "OPENLOOP_FIXTURES_SEED": str(seed), "OPENLOOP_FIXTURES_SEGMENTS": str(n),
+           "PATH": "/usr/bin:/bin"}
+    res = subprocess.run([str(binary), "-test.run", "^TestMergeFixtures$", "-test.count=1"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return json.loads((d / "whole.json").read_text()), [json.loads((d / f"seg-{i}.json").read_text()) for i in range(n)]
+
+
+def recorded(encoded):
+    """A histogram's counts, {value: count}, from its encoded form."""
+    h = HdrHistogram.decode(encoded)
+    return {it.value_iterated_to: it.count_at_value_iterated_to for it in h.get_recorded_iterator()}
+
+
+def name(path):
+    return ".".join(map(str, path)) or "(load.json)"
+
+
+def differences(got, want, path=()):
+    """Where got is not want, leaf by leaf, each named by its path."""
+    if path in ONLY_MERGED:
+        return []
+    if isinstance(want, dict) and isinstance(got, dict):
+        out = [f"{name(path + (k,))}: missing from the merge" for k in want if k not in got]
+        out += [f"{name(path + (k,))}: the merge has it, the run not" for k in got
+                if k not in want and path + (k,) not in ONLY_MERGED]
+        return out + [d for k in want if k in got for d in differences(got[k], want[k], path + (k,))]
+    if isinstance(want, list) and isinstance(got, list):
+        if len(got) != len(want):
+            return [f"{name(path)}: {len(got)} items, the run {len(want)}"]
+        return [d for i, (g, w) in enumerate(zip(got, want)) for d in differences(g, w, path + (i,))]
+    if "hdr" in path and isinstance(want, str) and isinstance(got, str):
+        g, w = HdrHistogram.decode(got), HdrHistogram.decode(want)
+        same = bytes(g.counts) == bytes(w.counts) or recorded(got) == recorded(want)  # the first, fast
+    elif isinstance(want, bool) or isinstance(got, bool) or not all(isinstance(v, (int, float)) for v in (got, want)):
+        same = type(got) is type(want) and got == want
+    elif isinstance(want, int) and isinstance(got, int):
+        same = got == want
+    else:
+        same = math.isclose(got, want, rel_tol=1e-12, abs_tol=1e-15)
+    return [] if same else [f"{name(path)}: merged {got!r}, the run {want!r}"]
+
+
+def measured_leaves(doc, path=()):
+    """{path with list indexes as "*": value} of doc's numeric leaves."""
+    if isinstance(doc, dict):
+        return {k: v for key, sub in doc.items() for k, v in measured_leaves(sub, path + (key,)).items()}
+    if isinstance(doc, list):
+        return {k: v for sub in doc for k, v in measured_leaves(sub, path + ("*",)).items()}
+    return {path: doc} if isinstance(doc, (int, float)) and not isinstance(doc, bool) else {}
+
+
+# (seed, n): random requests split among 2 to 9 pods, and among 40 (more
+# pods than a warm-up's requests: some have none of it).
+SPLITS = [(random.Random(51 + k).randrange(10**6), n)
+          for k, n in enumerate((2, 3, random.Random(51).randint(4, 9), 40))]
+
+
+def test_merged_segments_are_the_run_one_process_sent_field_by_field(fixtures_binary, tmp_path):
+    """For every field of load.json (top level, totals, each phase, its
+    by_path, each block; durations as quantiles and their histograms), the
+    merge of openloop's n segments of a run is what openloop writes for the
+    same requests sent by one process (the run starting as its first pod
+    did). A field openloop adds without a merge rule is pod 0's in the
+    merge, and fails here, named."""
+    varies = set()
+    for seed, n in SPLITS:
+        whole, segs = fixtures(fixtures_binary, tmp_path / f"{seed}-{n}", seed, n)
+        merged = merge_segments.merge(segs, [f"seg-{i}.json" for i in range(n)])
+        assert differences(merged, whole) == [], f"seed {seed}, {n} pods"
+        assert merged["segments"]["pods"] == n and sum(merged["segments"]["requests"]) == whole["totals"]["requests"]
+        first = measured_leaves(segs[0])
+        varies |= {k for k, v in measured_leaves(whole).items() if k not in first or differences(first[k], v)}
+    # The test's own reach: a figure that pod 0 never has otherwise than the
+    # run could go unmerged unseen. Only the plan's own fields are the same.
+    plan_fields = {k for k in measured_leaves(whole) if k[-1] in {"gap_s", "start_offset_s", "duration_s", "block_s",
+                                                                  "round", "rate", "seed"}}
+    assert set(measured_leaves(whole)) - plan_fields - varies == set()
