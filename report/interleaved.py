@@ -48,19 +48,35 @@ def combine(streams):
     phase: the one stream itself, or, where the run has one per connection
     handling (loadgen/plan.py's streams), their paths side by side (each path
     in one stream; block b of each is second b of its own stream), their
-    requests and drops added, their length summed, and "streams" naming each
-    with its paths; None where there is none."""
+    requests, drops and statuses added, their failed and late shares over
+    all their requests, their length summed from the first one's start, and
+    "streams" naming each with its paths; None where there is none. Their
+    durations over the stream are left out (the pooled requests' quantiles
+    are no function of each stream's: each path's are in by_path), as is
+    which stream (it is all of them)."""
     if len(streams) < 2:
         return streams[0] if streams else None
     requests = sum(p.get("requests") or 0 for p in streams)
-    lates = [(p.get("late_rate"), p.get("requests") or 0) for p in streams]
-    return {**streams[0], "name": ", ".join(p["name"] for p in streams),
+
+    def share(key):  # of all the streams' requests; None where a stream has none (k6's late_rate)
+        shares = [(p.get(key), p.get("requests") or 0) for p in streams]
+        if any(r is None for r, _ in shares):
+            return None
+        return sum(r * n for r, n in shares) / requests if requests else 0.0
+
+    statuses = {}
+    for p in streams:
+        for k, n in (p.get("statuses") or {}).items():
+            statuses[k] = statuses.get(k, 0) + n
+    first = {k: v for k, v in streams[0].items() if k not in ("duration_ms", "scheduled_ms", "hdr", "stream")}
+    return {**first, "name": ", ".join(p["name"] for p in streams),
             "by_path": {path: v for p in streams for path, v in (p.get("by_path") or {}).items()},
             "paths": [path for p in streams for path in p.get("paths") or p.get("by_path") or []],
+            "start_offset_s": min(p.get("start_offset_s", 0) for p in streams),
             "duration_s": sum(p["duration_s"] for p in streams), "requests": requests,
             "dropped_iterations": sum(p.get("dropped_iterations") or 0 for p in streams),
-            "late_rate": (None if any(r is None for r, _ in lates) else
-                          sum(r * n for r, n in lates) / requests if requests else 0.0),
+            "failed_rate": share("failed_rate"), "late_rate": share("late_rate"),
+            **({"statuses": statuses} if any("statuses" in p for p in streams) else {}),
             "streams": [{"name": p["name"], "stream": p.get("stream"), "paths": list(p.get("by_path") or []),
                          "duration_s": p["duration_s"]} for p in streams]}
 

@@ -1,6 +1,8 @@
 """make load's interleaved stream: the interval over its blocks (the
 equal-weighted cosine estimator's), the per-block pairing, and the answer a
 report gives from it (report/interleaved.py, through the report's own code)."""
+import json
+import math
 import random
 import re
 from pathlib import Path
@@ -163,3 +165,123 @@ def test_the_answer_the_readme_quotes_is_the_reports():
     masked = lambda text: re.sub(r"-?\d[\d,.]*", "N", text)  # noqa: E731
     for line in quoted:
         assert masked(line) in masked(md), f"the README's answer row is not one the report writes: {line}"
+
+
+# --- combine() by a property: every field of the streams, by its meaning ---
+
+SCHEMA = Path(__file__).resolve().parent.parent / "loadgen" / "load.schema.json"
+PHASE_FIELDS = json.loads(SCHEMA.read_text())["$defs"]["phase"]["properties"]
+ABSENT = object()
+
+
+def _total(key):
+    return lambda ss: sum(s.get(key) or 0 for s in ss)
+
+
+def _share(key):  # over all the streams' requests; unknown where a stream has none
+    def rule(ss):
+        if any(s.get(key) is None for s in ss):
+            return None
+        n = sum(s["requests"] for s in ss)
+        return sum(s[key] * s["requests"] for s in ss) / n if n else 0.0
+    return rule
+
+
+def _same(key):  # the plan's, the same in every stream
+    def rule(ss):
+        assert len({json.dumps(s.get(key)) for s in ss}) == 1, key
+        return ss[0].get(key, ABSENT)
+    return rule
+
+
+def _summed_by_key(key):
+    def rule(ss):
+        out = {}
+        for s in ss:
+            for k, n in s[key].items():
+                out[k] = out.get(k, 0) + n
+        return out
+    return rule
+
+
+# Each field of a phase (load.schema.json's, every one: a field added there
+# without a rule here fails) and of combine()'s phase: what the combined
+# phase of the streams holds, by the field's meaning.
+COMBINED = {
+    "requests": _total("requests"), "dropped_iterations": _total("dropped_iterations"),
+    "statuses": _summed_by_key("statuses"),
+    "failed_rate": _share("failed_rate"), "late_rate": _share("late_rate"),
+    "duration_s": _total("duration_s"), "start_offset_s": lambda ss: min(s["start_offset_s"] for s in ss),
+    # One path is in one stream: its figures are its stream's.
+    "by_path": lambda ss: {p: v for s in ss for p, v in s["by_path"].items()},
+    "paths": lambda ss: [p for s in ss for p in s["paths"]],
+    "name": lambda ss: ", ".join(s["name"] for s in ss),
+    **{k: _same(k) for k in ("workload", "path", "round", "phase", "endpoint", "block_s", "step", "rate",
+                             "connections")},
+    # The quantiles of the pooled requests are no function of each stream's
+    # (nor, without adding them, its histograms): not the combined phase's.
+    "duration_ms": lambda ss: ABSENT, "scheduled_ms": lambda ss: ABSENT, "hdr": lambda ss: ABSENT,
+    # Which stream: all of them, each named in streams.
+    "stream": lambda ss: ABSENT,
+    "streams": lambda ss: [{"name": s["name"], "stream": s.get("stream"), "paths": list(s["by_path"]),
+                            "duration_s": s["duration_s"]} for s in ss],
+}
+
+
+def random_streams(rng):
+    """2 to 4 measured interleaved streams of one workload and step, each
+    with its own paths and every field load.schema.json gives a phase."""
+    k = rng.randint(2, 4)
+    paths = rng.sample(PATHS, 2 * k)
+    plan = {"workload": "ping", "path": "mix", "round": 1, "phase": "measure", "endpoint": "/ping",
+            "block_s": rng.randint(1, 3), "step": rng.randint(1, 9), "rate": rng.randint(50, 900),
+            "connections": rng.randint(1, 64)}
+    start = rng.uniform(0, 30)
+    out = []
+    for j in range(k):
+        mine = paths[2 * j:2 * j + 2]
+        dur = rng.choice((10, 20, 30, 60))
+        by_path = {p: {"requests": rng.randint(0, 5000), "failed_rate": rng.random() / 10,
+                       "duration_ms": {"p50": rng.uniform(0.1, 2)},
+                       "blocks": [{"requests": rng.randint(0, 60), "p50": rng.uniform(0.1, 2)}]} for p in mine}
+        n = sum(v["requests"] for v in by_path.values())
+        ms = {q: rng.uniform(0.1, 9) for q in ("avg", "p50", "p90", "p99", "max")}
+        out.append({**plan, "name": f"ping__mix-{j}__s{plan['step']}__r1", "paths": mine, "by_path": by_path,
+                    "stream": rng.choice(("pooled", "new")), "start_offset_s": start, "duration_s": dur,
+                    "requests": n, "failed_rate": rng.random() / 10, "dropped_iterations": rng.randint(0, 300),
+                    "late_rate": None if rng.random() < 0.15 else rng.random() / 10,
+                    "duration_ms": ms, "scheduled_ms": ms, "hdr": {"sent": f"S{j}", "due": f"D{j}"},
+                    "statuses": {s: rng.randint(0, 40) for s in ("502", "0", "refused")}})
+        start += dur + rng.uniform(0, 5)
+    assert set(out[0]) == set(PHASE_FIELDS), "random_streams: draw every field of a phase"
+    return out
+
+
+def _same_value(got, want):
+    if isinstance(want, float) and isinstance(got, (int, float)) and not isinstance(got, bool):
+        return math.isclose(got, want, rel_tol=1e-12, abs_tol=1e-15)
+    if isinstance(want, dict) and isinstance(got, dict):
+        return got.keys() == want.keys() and all(_same_value(got[k], want[k]) for k in want)
+    if isinstance(want, list) and isinstance(got, list):
+        return len(got) == len(want) and all(_same_value(g, w) for g, w in zip(got, want))
+    return type(got) is type(want) and got == want
+
+
+def test_combined_streams_hold_each_field_by_its_meaning():
+    """Random streams (seeded): every field of combine()'s phase is what its
+    meaning demands of the streams' (counts added, shares over all their
+    requests, lengths summed, paths side by side), and no field of a phase
+    or of combine()'s is without a rule here."""
+    assert set(PHASE_FIELDS) - set(COMBINED) == set(), "a phase field without a rule for combine()"
+    rng = random.Random(51)
+    for _ in range(60):
+        ss = random_streams(rng)
+        got = interleaved.combine(ss)
+        assert set(got) - set(COMBINED) == set(), "combine() writes a field without a rule"
+        for key, rule in COMBINED.items():
+            want = rule(ss)
+            assert (key in got) == (want is not ABSENT), (key, got.get(key, ABSENT))
+            if want is not ABSENT:
+                assert _same_value(got[key], want), (key, got[key], want)
+    one = random_streams(rng)[:1]
+    assert interleaved.combine(one) is one[0] and interleaved.combine([]) is None
