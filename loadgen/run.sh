@@ -11,7 +11,7 @@
 #
 # From make: COMPOSE, TESTID, MODE, GENERATOR, PRECISION, SWEEP, SWEEP_RATES, SWEEP_TO, APP_LO_NOTRACK; the rest of the run's
 # settings from the environment, as compose passes them on.
-# Exit: the generator's (1: more than 1% of requests failed), 2: a bad setting.
+# Exit: the generator's (1: a threshold failed: more than 1% of requests failed, or of a phase's dropped), 2: a bad setting.
 set -euo pipefail
 : "${COMPOSE:?}" "${TESTID:?}" "${MODE:?}"
 GENERATOR=${GENERATOR:-}

@@ -143,7 +143,7 @@ def run_warnings(load, phases, workloads, settings, gen, generator_cpus):
                                 "nginx-log-exporter every second, so their server-side figures are missing or rough; "
                                 f"use DURATION >= {MIN_PHASE_S}", short))
     if load.get("thresholds_failed"):
-        warnings.append(warning("generator_thresholds", f"{gen}'s thresholds failed: {', '.join(load['thresholds_failed'])}", []))
+        warnings.append(thresholds_warning(gen, load["thresholds_failed"]))
     if is_max(settings) and phases and all(p["figures"].get("generator_cpu_cores") is None for p in phases):
         why = common_reason(phases, "generator_cpu_cores") or "no value"
         warnings.append(warning(
@@ -225,3 +225,18 @@ def build_report(load, compose, query, prometheus_url=None, margin_pct=DEFAULT_M
         "queries": {**{k: v.replace("[0s] @ 0.000", "[<duration>s] @ <window end>") for k, v in templates.items()},
                     "idle_ctx_switches": "node_context_switches_total[<idle length>s] @ <idle end> (raw samples)"},
     }
+
+
+# openloop's threshold on a phase whose load did not go out: thresholds_failed
+# names it "dropped_iterations:<phase>" (loadgen/openloop/summary.go).
+DROPPED_THRESHOLD = "dropped_iterations:"
+
+
+def thresholds_warning(gen, failed):
+    """The generator's failed thresholds in words, naming each phase whose load did not go out."""
+    phases = [t.removeprefix(DROPPED_THRESHOLD) for t in failed if t.startswith(DROPPED_THRESHOLD)]
+    says = [t for t in failed if not t.startswith(DROPPED_THRESHOLD)]
+    if phases:
+        says.append(f"the load of {', '.join(phases)} did not go out (more than 1% of its requests dropped, not sent: "
+                    "the generator's in-flight cap was reached): the run failed")
+    return warning("generator_thresholds", f"{gen}'s thresholds failed: {'; '.join(says)}", phases)

@@ -161,3 +161,15 @@ def test_each_warnings_cause_injected_into_a_clean_run_is_warned(cause, kind):
     if not up:  # cAdvisor not running: no series, and its up says so
         table.update({'up{job="cadvisor"}': 0, "container_cpu_usage_seconds_total": None})
     assert {x["kind"] for x in build(k6, table)["warnings"]} == {kind}
+
+
+def test_a_phase_whose_load_did_not_go_out_is_named_in_the_warning():
+    # openloop's load.json: the run's failures under 1%, one phase over 1% dropped (loadgen/openloop/summary.go).
+    from report.context import thresholds_warning
+    w = thresholds_warning("openloop", ["dropped_iterations:ping__mix__r1"])
+    assert w["kind"] == "generator_thresholds" and w["phases"] == ["ping__mix__r1"]
+    assert "the load of ping__mix__r1 did not go out" in w["message"] and "dropped_iterations" not in w["message"]
+    both = thresholds_warning("openloop", ["http_req_failed", "dropped_iterations:a__mix__r1",
+                                           "dropped_iterations:b__tcp__r2"])
+    assert both["phases"] == ["a__mix__r1", "b__tcp__r2"]
+    assert both["message"].startswith("openloop's thresholds failed: http_req_failed; the load of a__mix__r1, b__tcp__r2")
