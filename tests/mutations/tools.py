@@ -37,8 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 GO = ["loadgen/openloop", "contract/checker", "services/prometheus-auth"]
-PY = ["report/interleaved.py", "report/stats.py", "report/breakdown.py", "report/warnings.py",
-      "report/selection.py"]
+PY = ["report/interleaved.py", "report/stats.py", "report/breakdown.py", "report/warnings.py"]
 # The tests mutmut runs (it picks, per mutant, those that reach its function).
 PY_TESTS = ["report/"]
 
