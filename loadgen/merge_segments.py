@@ -2,8 +2,12 @@
 """One load.json from the load.json of each openloop pod of a Kubernetes run
 (scripts/k8s.sh load): the pods ran the same plan, pod i of n sending every
 request of each phase's stream whose index is i modulo n
-(OPENLOOP_SEGMENT), so their phases are the same phases at the same times,
-each with its share of every block of every path.
+(OPENLOOP_SEGMENT). Their phases are the same phases at the same times,
+each with its share of every block of every path, where the pods' schedules
+start at the same instant (OPENLOOP_START_AT, which scripts/k8s.sh gives
+them all): pods whose start_ms differ by more than START_SPREAD_MAX_MS are
+refused, naming each pod's start, since their seconds are not the same.
+The merged start_late_ms is how late after start_ms the last pod began.
 
 The merge is exact: counts add up (requests, failures, late and dropped
 requests, statuses), and every duration figure, a block's median included,
@@ -20,6 +24,11 @@ from hdrh.histogram import HdrHistogram
 
 # openloop's histograms: microseconds, 3 significant digits (loadgen/openloop/record.go).
 LOWEST, DIGITS = 1, 3
+
+# The most the pods' starts (start_ms, their schedules' origin) may differ
+# by, in ms: openloop's startLateMax (loadgen/openloop/start.go), the most a
+# pod may come up after the run's start instant.
+START_SPREAD_MAX_MS = 5
 
 
 class MergeError(Exception):
@@ -112,6 +121,19 @@ def check(docs, names):
                 raise MergeError(f"{name}: its {key} differs from {names[0]}'s: not segments of one run")
         if [p["name"] for p in doc["phases"]] != [p["name"] for p in first["phases"]]:
             raise MergeError(f"{name}: its phases differ from {names[0]}'s: not segments of one run")
+    starts = [d.get("start_ms") for d in docs]
+    known = [s for s in starts if s is not None]
+    if not known:
+        return
+    said = ", ".join(f"{n} {s}" for n, s in zip(names, starts))
+    if len(known) < len(starts):
+        raise MergeError(f"some pods' schedules start at no known time (start_ms, unix ms: {said}): "
+                         "their seconds cannot be paired")
+    if max(known) - min(known) > START_SPREAD_MAX_MS:
+        raise MergeError(f"the pods' schedules start {max(known) - min(known)} ms apart, more than the "
+                         f"{START_SPREAD_MAX_MS} ms they may (start_ms, unix ms: {said}): their seconds are not "
+                         "the same seconds. Every pod must be given the run's start instant (OPENLOOP_START_AT, "
+                         "which scripts/k8s.sh sets)")
 
 
 def merge(docs, names):
@@ -119,6 +141,10 @@ def merge(docs, names):
     out = dict(docs[0])
     starts = [d["start_ms"] for d in docs if d.get("start_ms") is not None]
     out["start_ms"] = min(starts) if starts else None
+    began = [d["start_ms"] + d["start_late_ms"] for d in docs if "start_late_ms" in d and d.get("start_ms") is not None]
+    if began:
+        # How late after start_ms the last pod began (the pods' wake-up at the instant).
+        out["start_late_ms"] = round(max(began) - out["start_ms"], 3)
     out["phases"] = [merge_phase(list(ps)) for ps in zip(*(d["phases"] for d in docs))]
     requests = sum(d["totals"]["requests"] for d in docs)
     failed = count([d["totals"] for d in docs], "failed_rate")

@@ -8,6 +8,7 @@ import math
 import random
 import shutil
 import subprocess
+import time
 
 import jsonschema
 import pytest
@@ -17,15 +18,25 @@ import merge_segments
 import plan as runplan
 from test_openloop import SCHEMA, openloop, write_plan  # noqa: F401 (openloop is a fixture)
 
+# load.json's start_late_ms (openloop given OPENLOOP_START_AT), which
+# load.schema.json is to describe: until it does, the merged run is checked
+# against the schema with it added.
+START_LATE = {"description": "How late after start_ms the run actually began (ms).", "type": "number"}
+SCHEMA_NOW = SCHEMA if "start_late_ms" in SCHEMA["properties"] else {
+    **SCHEMA, "properties": {**SCHEMA["properties"], "start_late_ms": START_LATE}}
+
 
 def run_segments(openloop, tmp_path, plan_path, n=2):  # noqa: F811
-    """The n segments at once; returns their load.json paths."""
+    """The n segments at once, each given the run's start instant 1.5 s
+    ahead (as the chart's Job gives its pods); returns their load.json paths."""
     procs, outs = [], []
+    start_at = int(time.time() * 1000) + 1500
     for i in range(n):
         d = tmp_path / f"pod{i}" / "k1"
         d.mkdir(parents=True)
         shutil.copy(plan_path, d / "plan.json")
-        env = {"PLAN": str(d / "plan.json"), "OPENLOOP_SEGMENT": f"{i}/{n}", "OPENLOOP_METRICS_ADDR": "off"}
+        env = {"PLAN": str(d / "plan.json"), "OPENLOOP_SEGMENT": f"{i}/{n}", "OPENLOOP_METRICS_ADDR": "off",
+               "OPENLOOP_START_AT": str(start_at)}
         procs.append(subprocess.Popen([str(openloop)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True))
         outs.append(d / "load.json")
@@ -44,13 +55,15 @@ def test_two_segments_of_one_stream_merge_into_the_runs_load_json(openloop, tmp_
     out = tmp_path / "load.json"
     assert merge_segments.main(["merge_segments.py", str(out), *map(str, parts)]) == 0
     load = json.loads(out.read_text())
-    jsonschema.validate(load, SCHEMA)
+    jsonschema.validate(load, SCHEMA_NOW)
 
     # Counts add up, and are what the server saw.
     assert load["segments"]["pods"] == 2
     assert load["segments"]["requests"] == [d["totals"]["requests"] for d in docs]
     assert load["totals"]["requests"] == sum(load["segments"]["requests"]) == sum(hits.values())
-    assert load["start_ms"] == min(d["start_ms"] for d in docs)
+    # One start: the instant both were given; the merged lateness, the later pod's.
+    assert load["start_ms"] == docs[0]["start_ms"] == docs[1]["start_ms"] and load["segments"]["start_spread_ms"] == 0
+    assert load["start_late_ms"] == round(max(d["start_late_ms"] for d in docs), 3)
     # Together the pods sent the stream once: every block of every path holds
     # its 20 requests (60 req/s, 3 paths), half from each pod.
     (mix,) = [p for p in load["phases"] if p["name"] == "ping__mix__r1"]
@@ -73,8 +86,8 @@ def test_two_segments_of_one_stream_merge_into_the_runs_load_json(openloop, tmp_
 
 
 def test_a_merge_gives_the_figures_of_the_pooled_requests():
-    """Three pods of different sizes, start times and failures: every
-    merged quantile is the pooled requests' own."""
+    """Three pods of different sizes, start times (within the bound) and
+    failures: every merged quantile is the pooled requests' own."""
     rng = random.Random(5)
     values = [[int(rng.lognormvariate(6, 0.5)) + 1 for _ in range(n)] for n in (500, 1200, 30)]
     failed = [3, 0, 30]
@@ -93,7 +106,7 @@ def test_a_merge_gives_the_figures_of_the_pooled_requests():
                  "statuses": {"502": failed[i] - i, "0": i, "refused": i},
                  "by_path": {"uds": {"requests": n, "failed_rate": failed[i] / n, "hdr": {"sent": h, "due": h},
                                      "blocks": [{"requests": n, "failed": failed[i], "p50": None, "hdr": h}]}}}
-        return {"testid": "k", "settings": {}, "urls": {}, "start_ms": 1000 - 7 * i, "phases": [phase],
+        return {"testid": "k", "settings": {}, "urls": {}, "start_ms": 1000 - 2 * i, "phases": [phase],
                 "totals": {"requests": n, "failed_rate": failed[i] / n}, "thresholds_failed": []}
 
     out = merge_segments.merge([doc(i) for i in range(3)], ["a", "b", "c"])
@@ -105,7 +118,7 @@ def test_a_merge_gives_the_figures_of_the_pooled_requests():
     assert ph["statuses"] == {"502": 30, "0": 3, "refused": 3}
     (block,) = ph["by_path"]["uds"]["blocks"]
     assert (block["requests"], block["failed"], block["p50"]) == (1763, 33, pooled.get_value_at_percentile(50) / 1000)
-    assert out["start_ms"] == 986 and out["segments"]["start_spread_ms"] == 14
+    assert out["start_ms"] == 996 and out["segments"]["start_spread_ms"] == 4 and "start_late_ms" not in out
     assert out["totals"] == {"requests": 1763, "failed_rate": 33 / 1763} and out["thresholds_failed"] == ["http_req_failed"]
 
 
@@ -141,9 +154,48 @@ def test_the_merged_run_fails_its_threshold_above_1_percent_as_openloop_does(fai
                             "hdr": {"sent": enc, "due": enc}}],
                 "totals": {"requests": 100, "failed_rate": failed / 100}, "thresholds_failed": thresholds}
 
-    out = merge_segments.merge([doc(2000), doc(1000)], ["a", "b"])
+    out = merge_segments.merge([doc(1003), doc(1000)], ["a", "b"])
     assert out["totals"] == {"requests": 200, "failed_rate": 2 * failed / 200} and out["thresholds_failed"] == thresholds
-    assert out["start_ms"] == 1000 and out["segments"]["start_spread_ms"] == 1000
+    assert out["start_ms"] == 1000 and out["segments"]["start_spread_ms"] == 3
+
+
+def test_pods_whose_starts_differ_by_more_than_the_bound_are_refused(tmp_path, capsys):
+    """Two pods given the instant 1000 (one woke 0.2 ms after it, one 4.9
+    ms) merge; a pod whose schedule started 6 ms later (it came up late
+    and, as openloop before OPENLOOP_START_AT, counted from its own start)
+    is refused, every pod and its start named; so is one whose start is not
+    known."""
+    h = HdrHistogram(1, 60_000_000, 3)
+    h.record_value(100)
+    enc = h.encode().decode()
+
+    def doc(start, late=None):
+        d = {"testid": "k", "settings": {}, "urls": {}, "start_ms": start,
+             "phases": [{"name": "ping__tcp__r1", "path": "tcp", "requests": 10, "failed_rate": 0,
+                         "hdr": {"sent": enc, "due": enc}}],
+             "totals": {"requests": 10, "failed_rate": 0}, "thresholds_failed": []}
+        return d if late is None else {**d, "start_late_ms": late}
+
+    files = {"pod-0.json": doc(1000, 0.2), "pod-1.json": doc(1000, 4.9), "late.json": doc(1006, 0.1),
+             "unknown.json": doc(None)}
+    for name, d in files.items():
+        (tmp_path / name).write_text(json.dumps(d))
+    out = tmp_path / "out.json"
+
+    def main(*names):
+        return merge_segments.main(["merge_segments.py", str(out), *(str(tmp_path / n) for n in names)])
+
+    assert main("pod-0.json", "pod-1.json") == 0
+    merged = json.loads(out.read_text())
+    assert (merged["start_ms"], merged["start_late_ms"], merged["segments"]["start_spread_ms"]) == (1000, 4.9, 0)
+    out.unlink()
+    assert main("pod-0.json", "pod-1.json", "late.json") == 2
+    err = capsys.readouterr().err
+    assert "start 6 ms apart, more than the 5 ms" in err and "OPENLOOP_START_AT" in err
+    assert all(f"{n} {s}" in err for n, s in (("pod-0.json", 1000), ("pod-1.json", 1000), ("late.json", 1006)))
+    assert main("pod-0.json", "unknown.json") == 2
+    assert "unknown.json None" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_durations_are_the_quantiles_openloop_writes():
@@ -251,8 +303,8 @@ def test_merged_segments_are_the_run_one_process_sent_field_by_field(fixtures_bi
     """For every field of load.json (top level, totals, each phase, its
     by_path, each block; durations as quantiles and their histograms), the
     merge of openloop's n segments of a run is what openloop writes for the
-    same requests sent by one process (the run starting as its first pod
-    did). A field openloop adds without a merge rule is pod 0's in the
+    same requests sent by one process (the run starting at the pods' start
+    instant, as late as its last pod began). A field openloop adds without a merge rule is pod 0's in the
     merge, and fails here, named."""
     varies = set()
     for seed, n in SPLITS:
@@ -263,7 +315,9 @@ def test_merged_segments_are_the_run_one_process_sent_field_by_field(fixtures_bi
         first = measured_leaves(segs[0])
         varies |= {k for k, v in measured_leaves(whole).items() if k not in first or differences(first[k], v)}
     # The test's own reach: a figure that pod 0 never has otherwise than the
-    # run could go unmerged unseen. Only the plan's own fields are the same.
+    # run could go unmerged unseen. Only the plan's own fields are the same,
+    # and start_ms: every pod's is the run's start instant (OPENLOOP_START_AT;
+    # the merge of starts that differ: test_a_merge_gives_the_figures_of_the_pooled_requests).
     plan_fields = {k for k in measured_leaves(whole) if k[-1] in {"gap_s", "start_offset_s", "duration_s", "block_s",
                                                                   "round", "rate", "seed"}}
-    assert set(measured_leaves(whole)) - plan_fields - varies == set()
+    assert set(measured_leaves(whole)) - plan_fields - {("start_ms",)} - varies == set()

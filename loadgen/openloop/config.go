@@ -18,6 +18,7 @@ type config struct {
 	segment     int           // OPENLOOP_SEGMENT "i/n": this process sends the stream's
 	segments    int           // requests whose index is i modulo n (n pods on Kubernetes)
 	logLoad     bool          // OPENLOOP_LOG_LOAD_JSON: load.json on stdout too, between marker lines
+	startAt     time.Time     // OPENLOOP_START_AT: the run's start, unix ms, the same for every pod (zero: when it comes up)
 }
 
 // defaults: the generator's own settings where the environment gives none
@@ -61,6 +62,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 		if c.logLoad, err = strconv.ParseBool(v); err != nil {
 			return c, fmt.Errorf("OPENLOOP_LOG_LOAD_JSON=%q: must be true or false", v)
 		}
+	}
+	if v, ok := lookup(getenv, "OPENLOOP_START_AT"); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("OPENLOOP_START_AT=%q: must be the run's start in unix milliseconds (a whole number above 0), the same for every pod", v)
+		}
+		c.startAt = time.UnixMilli(n)
 	}
 	if v, ok := lookup(getenv, "OPENLOOP_SEGMENT"); ok {
 		i, n, found := strings.Cut(v, "/")

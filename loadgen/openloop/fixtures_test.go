@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -135,14 +134,17 @@ func writeMergeFixtures(dir string, seed uint64, n int) error {
 			}
 		}
 	}
-	// Each pod starts on its own clock, within 40 ms of the others; the
-	// run, as the earliest of them.
-	starts := make([]int64, n)
+	// Every pod waits for the run's start instant (OPENLOOP_START_AT) and
+	// begins up to startLateMax after it; the run, as its last pod did.
+	instant := time.UnixMilli(1_700_000_000_000)
+	var last time.Duration
 	for s := range segs {
-		starts[s] = int64(1_700_000_000_000) + rng.Int64N(40)
-		if err := writeFile(filepath.Join(dir, fmt.Sprintf("seg-%d.json", s)), loadJSON(p, starts[s], segs[s])); err != nil {
+		late := time.Duration(rng.Int64N(int64(startLateMax)))
+		last = max(last, late)
+		st := start{at: instant, late: late, instant: true}
+		if err := writeFile(filepath.Join(dir, fmt.Sprintf("seg-%d.json", s)), loadJSON(p, st, segs[s])); err != nil {
 			return err
 		}
 	}
-	return writeFile(filepath.Join(dir, "whole.json"), loadJSON(p, slices.Min(starts), whole))
+	return writeFile(filepath.Join(dir, "whole.json"), loadJSON(p, start{at: instant, late: last, instant: true}, whole))
 }

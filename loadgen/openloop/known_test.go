@@ -424,7 +424,7 @@ func TestOverOnePercentDroppedFailsThePhase(t *testing.T) {
 		t.Errorf("over 1%% dropped: %v, want [ping__b__r1]", got)
 	}
 	var out bytes.Buffer
-	table(&out, p, loadJSON(p, 0, recs))
+	table(&out, p, loadJSON(p, start{at: time.UnixMilli(0)}, recs))
 	if !strings.Contains(out.String(), "the load of ping__b__r1 did not go out") {
 		t.Errorf("the table does not say which phase's load did not go out:\n%s", out.String())
 	}

@@ -25,7 +25,8 @@ import (
 
 // Exit codes: 1, a threshold failed: more than 1% of the run's requests
 // failed, or more than 1% of a phase's requests were dropped, not sent (the
-// report still reads load.json and says why); 2, a bad setting or plan.
+// report still reads load.json and says why); 2, a bad setting or plan, or
+// a start instant (OPENLOOP_START_AT) already past when it came up (start.go).
 // run returns errFailed wrapped, with what failed (verdict).
 var errFailed = errors.New("the run failed its thresholds")
 
@@ -100,14 +101,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer clk.close()
 	s := newSender(cfg, m, clk)
-	start := time.Now()
 	recs := make([]*phaseRecord, len(p.Phases))
 	for i := range p.Phases {
 		recs[i] = newPhaseRecord(&p.Phases[i], cfg.timeout)
 	}
+	st, err := begin(ctx, cfg, clk, stdout)
+	if err != nil {
+		return err
+	}
 	for i := range p.Phases {
 		ph := &p.Phases[i]
-		at := start.Add(time.Duration(ph.StartOffsetS * float64(time.Second)))
+		at := st.at.Add(time.Duration(ph.StartOffsetS * float64(time.Second)))
 		if !clk.until(ctx, at) {
 			break
 		}
@@ -118,7 +122,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.metricsAddr != "" && !m.awaitScrape(ctx, time.Now(), cfg.scrapeWait) {
 		fmt.Fprintf(stderr, "openloop: no scrape within OPENLOOP_SCRAPE_WAIT=%v of the last request: Prometheus may lack the run's last seconds (load.json has them all)\n", cfg.scrapeWait)
 	}
-	doc := loadJSON(p, start.UnixMilli(), recs)
+	doc := loadJSON(p, st, recs)
 	if err := writeFile(loadFile(cfg.plan), doc); err != nil {
 		return err
 	}

@@ -384,11 +384,11 @@ func TestOutcomesAreCountedByKind(t *testing.T) {
 			t.Errorf("statuses[%q] = %d, want %d (all: %v)", k, got[k], v, got)
 		}
 	}
-	if doc := loadJSON(p, 0, []*phaseRecord{rec}); len(doc["thresholds_failed"].([]string)) != 0 || doc["totals"].(map[string]any)["failed_rate"] != 0.01 {
+	if doc := loadJSON(p, start{at: time.UnixMilli(0)}, []*phaseRecord{rec}); len(doc["thresholds_failed"].([]string)) != 0 || doc["totals"].(map[string]any)["failed_rate"] != 0.01 {
 		t.Errorf("4 of 400 failed (1%%): %v, %v; want the threshold passed", doc["totals"], doc["thresholds_failed"])
 	}
 	rec.add("tcp", -1, outcome{status: 503}, time.Millisecond, time.Millisecond, false)
-	if doc := loadJSON(p, 0, []*phaseRecord{rec}); len(doc["thresholds_failed"].([]string)) != 1 {
+	if doc := loadJSON(p, start{at: time.UnixMilli(0)}, []*phaseRecord{rec}); len(doc["thresholds_failed"].([]string)) != 1 {
 		t.Errorf("5 of 401 failed: thresholds_failed %v, want http_req_failed", doc["thresholds_failed"])
 	}
 }

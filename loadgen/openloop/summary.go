@@ -109,7 +109,7 @@ func blockJSON(t *tally, r *phaseRecord) map[string]any {
 }
 
 // loadJSON: the whole of load.json (load.schema.json).
-func loadJSON(p *plan, startMs int64, recs []*phaseRecord) map[string]any {
+func loadJSON(p *plan, st start, recs []*phaseRecord) map[string]any {
 	var requests, failed int64
 	phases := make([]map[string]any, len(p.Phases))
 	var thresholds []string
@@ -125,12 +125,14 @@ func loadJSON(p *plan, startMs int64, recs []*phaseRecord) map[string]any {
 	for _, name := range overDropped(p, recs) {
 		thresholds = append(thresholds, droppedThreshold+":"+name)
 	}
-	return map[string]any{
-		"testid": p.Testid, "urls": p.URLs, "start_ms": startMs, "gap_s": p.GapS, "idle": p.Idle,
+	doc := map[string]any{
+		"testid": p.Testid, "urls": p.URLs, "gap_s": p.GapS, "idle": p.Idle,
 		"settings": p.Settings, "phases": phases,
 		"totals":            map[string]any{"requests": requests, "failed_rate": rate},
 		"thresholds_failed": append([]string{}, thresholds...),
 	}
+	st.fields(doc)
+	return doc
 }
 
 // droppedThreshold: thresholds_failed names a phase whose load did not go
