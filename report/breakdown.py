@@ -233,7 +233,12 @@ MAX_FAILED_SHARE = 0.01
 def failures(load, workload):
     """{path: {"requests", "failed", "statuses"}} of a workload's measured
     requests: its interleaved stream's where it has one, else its rounds'."""
-    measured = [p for p in load.get("phases") or [] if p.get("workload") == workload and p.get("round", 0) > 0]
+    return failures_of([p for p in load.get("phases") or [] if p.get("workload") == workload and p.get("round", 0) > 0])
+
+
+def failures_of(measured):
+    """failures() of these measured phases (a workload's, or a sweep step's):
+    the interleaved streams' requests where there are any, else each phase's."""
     streams = [p for p in measured if p.get("path") == interleaved.MIX]
     per_path = ([(path, v) for p in streams for path, v in (p.get("by_path") or {}).items()] if streams
                 else [(p["path"], p) for p in measured])
@@ -275,6 +280,13 @@ def failed_paths(t, failed):
         if f and f["requests"] and f["failed"] > MAX_FAILED_SHARE * f["requests"]:
             out.append((path, f["failed"] / f["requests"]))
     return out
+
+
+def failed_words(t, failed):
+    """The answer table's verdict for a pair with a path past
+    MAX_FAILED_SHARE ("no verdict: uds-lo failed 40%"), else None."""
+    f = failed_paths(t, failed)
+    return "no verdict: " + ", ".join(f"{p} failed {s:.0%}" for p, s in f) if f else None
 
 
 def failed_phrase(t, failed):
@@ -331,21 +343,32 @@ def to_decide(d, margin, k):
     return None
 
 
+def inside_margin(d, margin, k):
+    """Whether d's interval, widened for the k comparisons judged together
+    (Bonferroni), lies strictly inside ±margin (its units): equivalence, TOST."""
+    half = half_width(d, k=k)
+    return bool(margin) and bool(-margin < d["mean"] - half and d["mean"] + half < margin)
+
+
 def three_way(d, margin_pct, k):
     """The answer's verdict on one comparison: "differs" (measurable once the
-    answer's comparisons are judged together), "same" (its interval, widened
-    for the k comparisons, inside ±margin_pct of TCP's median: equivalence,
-    TOST), or "unsure"; with the margin in µs and, when unsure, how many
-    values in all would likely decide."""
+    answer's comparisons are judged together), "same" (not measurable, its
+    interval inside the margin: inside_margin()), or "unsure"; with the
+    margin in µs, inside_margin (a difference inside the margin is both
+    "differs" and inside it: the verdict says both) and, when unsure, how
+    many values in all would likely decide."""
     margin = margin_pct / 100 * abs(d.get("a_mean") or 0)
+    inside = inside_margin(d, margin, k)
     if measurable(d) and not lost_to_holm(d) and not judged_together(d):
-        return {"verdict": "differs", "margin": margin}
+        return {"verdict": "differs", "margin": margin, "inside_margin": inside}
     half = half_width(d, k=k)
-    if margin and -margin < d["mean"] - half and d["mean"] + half < margin:
-        return {"verdict": "same", "margin": margin, "widened": (d["mean"] - half, d["mean"] + half)}
+    if inside:
+        return {"verdict": "same", "margin": margin, "inside_margin": True,
+                "widened": (d["mean"] - half, d["mean"] + half)}
     # Taken back by the report's correction: more seconds must survive the whole family (Bonferroni over it).
     family = d.get("fdr_family") if judged_together(d) else k
-    return {"verdict": "unsure", "margin": margin, "to_decide": to_decide(d, margin, max(k, family or k))}
+    return {"verdict": "unsure", "margin": margin, "inside_margin": False,
+            "to_decide": to_decide(d, margin, max(k, family or k))}
 
 
 def answer(w, phases, settings, terms=None, unpooled=None, route=None, failed=None, margin_pct=DEFAULT_MARGIN_PCT,
@@ -353,7 +376,7 @@ def answer(w, phases, settings, terms=None, unpooled=None, route=None, failed=No
     """The answer for one workload in plain words (report.json's "answer"):
     answer_parts() (parts, if already computed) as one paragraph."""
     if is_max(settings):
-        return max_answer(w, phases, settings, unpooled, terms)
+        return max_answer(w, phases, settings, unpooled, terms, failed)
     parts = parts or answer_parts(w, phases, settings, terms, unpooled, route, failed, margin_pct)
     if not parts["rows"] or all(r["phrase"] is None for r in parts["rows"]) and not parts["failed"]:
         out = (f"**`{w}`**: this run did not measure the socket and TCP through the same nginx with the same "
@@ -410,10 +433,10 @@ def answer_row(t, term, k, margin_pct, unpooled, failed):
     pair = f"`{b}` against `{a}`"
     row = {"handling": t["answer"], "against": t["against"], "pair": [b, a], "nginx": [nginx_of(b), nginx_of(a)],
            "handling_words": pooled_words(unpooled) if t["answer"] == "pooled" else HANDLING[t["answer"]],
-           "verdict": "none", "saved_us": None, "share": None, "lo": None, "hi": None, "phrase": None}
-    if failed_phrase(t, failed):
-        f = failed_paths(t, failed)
-        return {**row, "words": "no verdict: " + ", ".join(f"{p} failed {s:.0%}" for p, s in f), "phrase": None}
+           "verdict": "none", "inside_margin": None, "saved_us": None, "share": None, "lo": None, "hi": None,
+           "phrase": None}
+    if failed_words(t, failed):
+        return {**row, "words": failed_words(t, failed), "phrase": None}
     if d is None:
         if term.get("blocks_short"):
             row["phrase"] = (f"was not judged against {t['against']} ({pair}): too few blocks with a median on both "
@@ -433,7 +456,7 @@ def answer_row(t, term, k, margin_pct, unpooled, failed):
                            f"{no_interval(d)}: no interval, no verdict")}
     ci = fmt_interval(d, "µs", 0)
     v = three_way(d, margin_pct, k)
-    row.update(verdict=v["verdict"], margin_us=v["margin"])
+    row.update(verdict=v["verdict"], margin_us=v["margin"], inside_margin=v["inside_margin"])
     if v["verdict"] == "same":
         lo, hi = v["widened"]
         widened = f", {lo:,.0f} to {hi:,.0f} widened for the {k} comparisons" if k > 1 else ""
@@ -459,9 +482,14 @@ def answer_row(t, term, k, margin_pct, unpooled, failed):
                          f"inside ±{margin_pct:g}%, {v['margin']:,.0f} µs): not sure yet; {decide}")
         return row
     verb = "saved" if d["mean"] > 0 else "cost"
-    row["words"] = f"{'faster' if d['mean'] > 0 else 'slower'} by {abs(d['mean']):,.0f} µs ({abs(d['relative']):.0%})"
+    # Measurable and inside the margin: both are true, so both are said.
+    inside = f": inside the ±{margin_pct:g}% that counts" if v["inside_margin"] else ""
+    row["words"] = (f"{'faster' if d['mean'] > 0 else 'slower'} by {abs(d['mean']):,.0f} µs "
+                    f"({abs(d['relative']):.0%}){inside}")
     row["phrase"] = (f"{verb} {abs(d['mean']):,.0f} µs ({abs(d['relative']):.0%} of {a}'s median) against "
-                     f"{t['against']} ({pair}: {ci})")
+                     f"{t['against']} ({pair}: {ci})"
+                     + (f", inside the ±{margin_pct:g}% ({v['margin']:,.0f} µs) that counts: no difference larger "
+                        "than that" if v["inside_margin"] else ""))
     return row
 
 
@@ -485,17 +513,21 @@ def slower_pooled_note(terms, chosen, unpooled):
     return ""
 
 
-def max_answer(w, phases, settings, unpooled=None, terms=None):
+def max_answer(w, phases, settings, unpooled=None, terms=None, failed=None):
     """In max mode the answer is throughput: each socket path's requests/s
     against TCP's through the same nginx, as a ratio with its interval (from
-    the breakdown with flat=True, where the report judged them)."""
+    the breakdown with flat=True, where the report judged them); a pair with
+    a path past MAX_FAILED_SHARE gets failed_phrase() instead (failed:
+    failures()'s): a path that fails fast carries more requests/s."""
     terms = terms if terms is not None else breakdown(phases, w, figures_for(settings), flat=True)
+    failed = failed or {}
     chosen = [t for t in TERMS if t.get("answer") and (terms.get(t["key"]) or {}).get("figures", {}).get("rps")]
     ratios = [terms[t["key"]]["figures"]["rps"] for t in chosen]
+    refused = [x for x in (failed_phrase(t, failed) for t in chosen) if x]
     parts = []
     for t, r in zip(chosen, ratios):
         a, b = t["paths"]
-        if r is None:
+        if r is None or failed_phrase(t, failed):
             continue
         status = judge(r)
         if status == "single":
@@ -510,25 +542,30 @@ def max_answer(w, phases, settings, unpooled=None, terms=None):
             parts.append(f"{b} against {a}: no measurable difference ({fmt_interval(r, times=True)})")
         else:
             parts.append(f"{b} carried {r['mean']:.2f}x the requests/s of {a} ({fmt_interval(r, times=True)})")
-    if not parts:
+    if not parts and not refused:
         return (f"**`{w}`**: this run did not measure the socket and TCP through the same nginx: "
                 "no answer to give.")
+    judged = len([r for r in ratios if r is not None])
+    family = max((r or {}).get("fdr_family") or 0 for r in ratios)
     out = (f"**`{w}`**, each path flat out ({generator(settings)}, {settings.get('connections')} connections): "
-           + "; ".join(parts) + f". Ratios of the geometric mean, Holm's correction over {len(parts)} comparisons"
-           + (f", and Benjamini-Hochberg's over every comparison of the report ({family})."
-              if (family := max((r or {}).get("fdr_family") or 0 for r in ratios)) > len(parts) else "."))
+           + "".join(f"{x[0].upper()}{x[1:]}. " for x in refused)
+           + (f"{'; '.join(parts)}. " if parts else "")
+           + f"Ratios of the geometric mean, Holm's correction over {judged} comparisons"
+           + (f", and Benjamini-Hochberg's over every comparison of the report ({family})." if family > judged else "."))
     if unpooled:
         words = pooled_words(unpooled)
         out += f" {words[0].upper()}{words[1:]}, each request opened a new connection too."
     return out
 
 
-def max_answer_parts(w, phases, settings, unpooled=None, terms=None):
+def max_answer_parts(w, phases, settings, unpooled=None, terms=None, failed=None):
     """max_answer() in parts, for the report's answer table: one row per
     comparison, the socket's requests/s as a ratio of TCP's with its
-    interval and verdict (differs, none: no measurable difference, or no
-    interval)."""
+    interval and verdict (differs, none: no measurable difference, no
+    interval, or a path past MAX_FAILED_SHARE: no ratio at all, the pair
+    said in "failed" as make load's answer says it)."""
     terms = terms if terms is not None else breakdown(phases, w, figures_for(settings), flat=True)
+    failed = failed or {}
     chosen = [t for t in TERMS if t.get("answer") and (terms.get(t["key"]) or {}).get("figures", {}).get("rps")]
     rows = []
     for t in chosen:
@@ -539,7 +576,9 @@ def max_answer_parts(w, phases, settings, unpooled=None, terms=None):
                "handling_words": pooled_words(unpooled) if t["answer"] == "pooled" else HANDLING[t["answer"]],
                "ratio": r["mean"], "lo": r.get("lo"), "hi": r.get("hi"), "phrase": None,
                "taken_back": status == "straddles" and bool(lost_to(r))}
-        if status == "single":
+        if failed_words(t, failed):
+            row.update(verdict="none", words=failed_words(t, failed), ratio=None, lo=None, hi=None, taken_back=False)
+        elif status == "single":
             row.update(verdict="none", words=f"no verdict: {no_interval(r)}, no interval")
         elif status == "straddles":
             row.update(verdict="none", words="no measurable difference")
@@ -551,7 +590,8 @@ def max_answer_parts(w, phases, settings, unpooled=None, terms=None):
     judged = f"Holm's correction over the {len(rows)} comparisons" + (
         f", and Benjamini-Hochberg's over every comparison of the report ({family})" if family > len(rows) else "")
     return {"workload": w, "route": next((p.get("endpoint") for p in phases if p["workload"] == w), None) or w,
-            "rows": rows, "max": True, "margin_pct": None, "failed": [], "controls": [], "note": "",
+            "rows": rows, "max": True, "margin_pct": None,
+            "failed": [x for x in (failed_phrase(t, failed) for t in chosen) if x], "controls": [], "note": "",
             "at": f"each path flat out ({generator(settings)}, {settings.get('connections')} connections)",
             "method": "Ratios of the geometric mean of paired rounds, each a 95% t-interval on the log ratios",
             "judged": judged}

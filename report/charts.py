@@ -121,8 +121,17 @@ def write_stream_chart(plt, w, wl, out_dir):
     return saved(plt, fig, out_dir, w, f"{w}-stream.png", title)
 
 
-# The answer chart's colours: the socket faster, slower, no difference (within the margin), not sure yet.
-VERDICT_COLOURS = {"faster": "#3274D9", "slower": "#E02F44", "same": "#73BF69", "unsure": "#A0A0A0"}
+# The answer chart's colours: the socket faster, slower, each paler where the
+# difference lies inside the margin too, no difference (within the margin), not sure yet.
+VERDICT_COLOURS = {"faster": "#3274D9", "slower": "#E02F44", "faster inside": "#8AB8FF", "slower inside": "#FF9AA5",
+                   "same": "#73BF69", "unsure": "#A0A0A0"}
+
+
+def verdict_kind(row):
+    """An answer row's key in VERDICT_COLOURS."""
+    if row["verdict"] != "differs":
+        return row["verdict"]
+    return ("faster" if row["saved_us"] > 0 else "slower") + (" inside" if row.get("inside_margin") else "")
 
 
 def write_answer_chart(plt, w, wl, out_dir):
@@ -139,8 +148,7 @@ def write_answer_chart(plt, w, wl, out_dir):
         m = r.get("margin_us") or 0
         if m:
             ax.fill_betweenx([y - 0.35, y + 0.35], -m, m, color="#E0E0E0", linewidth=0)
-        kind = ("faster" if r["saved_us"] > 0 else "slower") if r["verdict"] == "differs" else r["verdict"]
-        colour = VERDICT_COLOURS.get(kind, "#A0A0A0")
+        colour = VERDICT_COLOURS.get(verdict_kind(r), "#A0A0A0")
         ax.errorbar(r["saved_us"], y, xerr=[[r["saved_us"] - r["lo"]], [r["hi"] - r["saved_us"]]], fmt="o",
                     color=colour, capsize=5, markersize=6)
     ax.axvline(0, color="black", linewidth=0.8)
@@ -150,7 +158,7 @@ def write_answer_chart(plt, w, wl, out_dir):
     ax.set_xlabel("µs the socket saved (below 0: it cost)")
     ax.grid(axis="x", alpha=0.3)
     title = (f"{w}: what the socket saved, with its 95% interval (grey: within ±{parts['margin_pct']:g}% of "
-             "TCP's median, no difference)")
+             "TCP's median; pale blue or red: a difference inside it)")
     return saved(plt, fig, out_dir, w, f"{w}-answer.png", title)
 
 

@@ -187,11 +187,12 @@ def build_report(load, compose, query, prometheus_url=None, margin_pct=DEFAULT_M
                 e["verdict"] = verdict(path, e["ratio_to_tcp"][headline(settings)[0]])
         wl["not_pooled"] = not_pooled(phases, w, closer)
         mixed = interleaved.mixed_phase(load, w)
-        wl["answer_parts"] = max_answer_parts(w, phases, settings, wl["not_pooled"], wl["breakdown"]) if is_max(
+        failed = failures(load, w)  # a pair with a path past MAX_FAILED_SHARE gets no verdict, in every mode
+        wl["answer_parts"] = max_answer_parts(w, phases, settings, wl["not_pooled"], wl["breakdown"], failed) if is_max(
             settings) else answer_parts(
-            w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"], failures(load, w),
-            margin_pct)
-        wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], parts=wl["answer_parts"])
+            w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"], failed, margin_pct)
+        wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], failed=failed,
+                              parts=wl["answer_parts"])
         if wl["not_pooled"]:
             words = pooled_words(wl["not_pooled"]).removeprefix("on the ")
             warnings.append(warning("not_pooled", f"`{w}`: the {words}: their comparisons are of new connections, "

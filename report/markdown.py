@@ -362,7 +362,7 @@ def precision_line(p):
     target = f"+/-{p['target_pct']:g}%"
     if not p["comparisons"]:
         return (f"Precision: PRECISION={p['target_pct']:g}% had no comparison of the answer to narrow (PATHS holds "
-                f"no pair of it): {p['rounds']} rounds were run.")
+                f"no pair of it, or each pair has a failing path: the answer says which): {p['rounds']} rounds were run.")
     stein = (f" Stein's two-stage procedure: the first {p['first_stage_rounds']} rounds' spread set how many the run "
              "took, and the answer's intervals take their spread from them, so they keep their 95%."
              if p.get("first_stage_rounds") else "")
@@ -453,7 +453,8 @@ def how_to_read_intervals(rep):
         f"when none is stays at {ALPHA:.0%}); *no difference larger than ±{m:g}%* when the interval, widened for "
         f"the comparisons judged together (Bonferroni), lies inside ±{m:g}% of TCP's median (equivalence; "
         "`MARGIN`); *not sure yet* otherwise, with about how many more seconds (or rounds) an interval of the "
-        "same spread would need to decide.",
+        f"same spread would need to decide. An interval that excludes 0 and lies inside ±{m:g}% is both: "
+        f"*faster by 2 µs (1%): inside the ±{m:g}% that counts*.",
         f"- **Costs and ratios** come from the rounds of one path at a time (each compared pair back to back, "
         "the order changing every round): a paired t-interval over rounds, a ratio's on the log ratios. A "
         "difference or ratio is measurable when its interval excludes no difference (0, or 1 for a ratio) and "

@@ -21,6 +21,7 @@ import json
 import math
 from pathlib import Path
 
+from report.breakdown import failed_paths, failed_phrase, failures
 from report.lab import TERMS, stood_in_for
 from report.stats import diff_stats, ratio_stats, stein
 
@@ -35,11 +36,29 @@ def figure_of(phase, mode):
     return (phase.get("duration_ms") or {}).get("p50")
 
 
+def answer_pairs(load, by_path, w):
+    """The answer's terms measured in workload w (by_path: its paths), less
+    those with a path past MAX_FAILED_SHARE: those get no verdict (refused())."""
+    failed = failures(load, w)
+    return [t for t in TERMS if t.get("answer") and all(p in by_path for p in t["paths"])
+            and not stood_in_for(t, by_path.__contains__) and not failed_paths(t, failed)]
+
+
+def refused(load):
+    """The answer's pairs with a path past MAX_FAILED_SHARE, in make load's
+    words (breakdown.failed_phrase): no verdict, so nothing to narrow."""
+    out = []
+    for w in dict.fromkeys(p["workload"] for p in load["phases"] if p["round"] > 0):
+        failed = failures(load, w)
+        out += [f"{w}: {x}".replace("**", "") for x in (failed_phrase(t, failed) for t in TERMS if t.get("answer")) if x]
+    return out
+
+
 def comparisons(load, first=None):
-    """The answer's comparisons in this run: each term's interval and its
-    half-width as a share (0.05 = 5%) of the first path's figure; first: the
-    first stage's rounds (Stein's interval), None: every round is the first
-    stage."""
+    """The answer's comparisons in this run (a pair with a failing path left
+    out: refused()): each term's interval and its half-width as a share
+    (0.05 = 5%) of the first path's figure; first: the first stage's rounds
+    (Stein's interval), None: every round is the first stage."""
     mode = load["settings"]["mode"]
     rounds = {}
     for p in load["phases"]:
@@ -48,10 +67,8 @@ def comparisons(load, first=None):
             rounds.setdefault(p["workload"], {}).setdefault(p["path"], {})[p["round"]] = v
     out = []
     for w, by_path in rounds.items():
-        for t in TERMS:
+        for t in answer_pairs(load, by_path, w):
             a, b = t["paths"]
-            if not t.get("answer") or a not in by_path or b not in by_path or stood_in_for(t, by_path.__contains__):
-                continue
             if mode == "max":
                 d = stein(ratio_stats(by_path[b], by_path[a]), first)
                 half = None if d is None or d["lo"] is None else math.exp((math.log(d["hi"]) - math.log(d["lo"])) / 2) - 1
@@ -129,7 +146,8 @@ def check(run_dir):
     for c in comps:
         w = "no interval" if c["half_width"] is None else f"+/-{c['half_width']:.1%}"
         lines.append(f"  {c['workload']}: {c['pair']}: {w}")
-    if not comps:
+    lines += [f"  {x}" for x in refused(load)]
+    if not comps and not refused(load):
         lines.append("  no comparison of the answer in PATHS: nothing to make precise")
     if more:
         return lines, {"FIRST_ROUND": s["rounds"] + 1, "ROUNDS": more, "SEED": s["seed"]}

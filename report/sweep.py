@@ -29,7 +29,7 @@ from statistics import NormalDist
 
 from scipy import stats as sps
 
-from report.breakdown import HANDLING, lost_to_holm
+from report.breakdown import HANDLING, failed_phrase, failures_of, lost_to_holm
 from report.interleaved import MIX, block_diff, combine
 from report.interleaved import blocks as mix_blocks
 from report.lab import PATH_COLOURS, TERMS, stood_in_for
@@ -324,14 +324,16 @@ def build(load, server=None, generator_cpus=None, server_missing=None, backlog=N
     paths = list(dict.fromkeys(p for o in by_step.values() for p in o))
     flat = load["settings"].get("sweep") == "connections"
     mixed = streams(load)
+    failed = step_failures(load) if flat else {}
     saved = {str(s): [{"term": t["key"], "pair": t["paths"], "handling": t["answer"],
                        ("ratio" if flat else "diff_us"): d,
-                       "past_limit": [] if flat else past_limit(t["paths"], by_step.get(s, {}), mixed.get(s))}
+                       "past_limit": [] if flat else past_limit(t["paths"], by_step.get(s, {}), mixed.get(s)),
+                       "failed": failed_phrase(t, failed[s]) if flat else None}
                       for t, d in pairs]
              for s, pairs in savings(load).items()}
     # Every step's pairs are the sweep's answer: judged together (Holm), the
-    # pairs not compared (a path past its limit) left out of the family.
-    holm([x.get("diff_us", x.get("ratio")) for xs in saved.values() for x in xs if not x["past_limit"]])
+    # pairs not compared (a path past its limit, or failing) left out of the family.
+    holm([x.get("diff_us", x.get("ratio")) for xs in saved.values() for x in xs if compared(x)])
     return {"testid": load["testid"], "mode": "sweep", "settings": load["settings"],
             "generator": load["settings"]["generator"], "server_missing": server_missing, "backlog": backlog,
             "steps": {str(s): o for s, o in by_step.items()},
@@ -339,6 +341,21 @@ def build(load, server=None, generator_cpus=None, server_missing=None, backlog=N
             "peaks": {p: peak(p, by_step) for p in paths} if flat else {},
             "savings": saved,
             "charts": [], "warnings": all_short(by_step, load["settings"]["workloads"][0], load["settings"]["generator"])}
+
+
+def step_failures(load):
+    """{step: breakdown.failures_of its measured phases}: flat out, a pair with
+    a path past MAX_FAILED_SHARE gets no ratio (it fails fast, so it carries
+    more requests/s), the rule and words of make load's and make max's answer."""
+    by_step = {}
+    for p in measured(load):
+        by_step.setdefault(p["step"], []).append(p)
+    return {s: failures_of(ps) for s, ps in by_step.items()}
+
+
+def compared(x):
+    """Whether a step's pair was compared: neither past its limit nor failing."""
+    return not x["past_limit"] and not x.get("failed")
 
 
 def past_limit(pair, outcome, stream):
@@ -380,6 +397,8 @@ def saving_words(x):
         r = x["ratio"]
         if r is None:
             return None
+        if x.get("failed"):
+            return x["failed"]
         if lost_to_holm(r):
             return (f"`{uds}` against `{tcp}` ({words}): no measurable difference once the pairs are judged "
                     f"together ({fmt_interval(r, times=True)} alone)")
@@ -450,7 +469,7 @@ def render(rep, rate=None):
     if not any(rep["savings"].values()):
         lines.append("This sweep did not measure the socket and TCP through the same nginx (PATHS needs a pair of "
                      "catalogue.json's answer terms, e.g. tcp-lo and uds-lo): no answer to give.")
-    family = sum(1 for xs in rep["savings"].values() for x in xs if not x["past_limit"])
+    family = sum(1 for xs in rep["savings"].values() for x in xs if compared(x))
     lines += ["", f"{saving_method(rep)}; every step's pairs judged together (Holm's correction over the {family} "
               "compared). A step the generator could not drive is shown as its limit, not as the path's figure.", ""]
     if rep.get("backlog"):

@@ -273,3 +273,32 @@ def test_a_stream_run_charts_the_answer_the_stream_and_its_percentiles(tmp_path)
     answer, rest = md[:md.index("## Machine")], md[md.index("## Machine"):]
     assert "(ping-answer.png)" in answer and "(ping-stream.png)" in rest and "(ping-percentiles.png)" in rest
     assert md.index("(ping-stream.png)") < md.index("## Warnings")
+
+
+def test_make_max_gives_no_ratio_for_a_path_that_failed_its_requests():
+    """make max, a socket nginx cannot reach: its 502s come back fast, so it
+    carries 4x TCP's requests/s. As make load, its pair gets no verdict, said
+    first with the path's share, statuses and likely cause, and no ratio; the
+    pooled pair, whose paths served, keeps its ratio."""
+    rps = {"tcp": 8000, "uds": 32000, "tcp-ka": 25000, "uds-ka": 30000}
+    swing = iter([1.0, 1.03, 0.98] * 20)
+
+    def client(p, r):
+        n = round(rps[p] * 10 * next(swing))
+        return {"requests": n, **({"failed_rate": 0.4, "statuses": {"502": round(0.4 * n)}} if p == "uds" else {})}
+    k6 = make_k6(client=client)
+    k6["settings"].update({"mode": "max", "connections": 64})
+    rep = build(k6)
+    text = rep["workloads"]["ping"]["answer"]
+    assert "**no verdict** against TCP across the Docker bridge (`uds` against `tcp`): `uds` failed 40% of its " \
+           "requests (502: " in text
+    assert "nginx could not connect to the app's socket" in text
+    assert "uds carried" not in text and "uds against tcp" not in text
+    assert re.search(r"uds-ka carried 1\.[12]\dx the requests/s of tcp-ka \(95% CI", text), text
+    row = next(r for r in rep["workloads"]["ping"]["answer_parts"]["rows"] if r["pair"] == ["uds", "tcp"])
+    assert (row["verdict"], row["words"], row["ratio"], row["lo"], row["hi"]) == (
+        "none", "no verdict: uds failed 40%", None, None, None)
+    answer = markdown.render_markdown(rep).split("## Machine")[0]
+    assert "- **no verdict** against TCP across the Docker bridge (`uds` against `tcp`): `uds` failed 40%" in answer
+    assert ("| new per request | TCP across the Docker bridge (`uds` vs `tcp`) | nginx | — | — | no verdict: uds "
+            "failed 40% |") in answer

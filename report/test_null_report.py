@@ -23,7 +23,8 @@ import pytest
 from scipy.stats import binomtest
 
 from report import context, markdown
-from report.stats import ALPHA
+from report.markdown import fmt_ratio
+from report.stats import ALPHA, has_interval, lost_to
 from report.test_calibration_lab import AA, DATA
 from report.test_report import COMPOSE, fake_query, host_switches, make_k6, server_table, window_ends
 
@@ -44,6 +45,18 @@ FINDINGS = [
     re.compile(r"(?<!no )measurable difference"),
 ]
 BOLD = re.compile(r"\*\*(.+?)\*\*")
+# The ratio table's columns (markdown.py's): a cell shows its interval only
+# where the correction left it, so one whose interval excludes 1 is a claim.
+RATIO_COLUMNS = ("rps", "client_p50_ms", "client_p99_ms", "app_cpu_us_per_req", "app_ctx_switches_per_req",
+                 "nginx_cpu_us_per_req", "host_ctx_switches_per_req")
+
+
+def ratio_claims(rep):
+    """The ratio table's cells that state a difference: their interval, left
+    by the correction and above the counter's resolution, excludes 1."""
+    return [f"{path} {k} {fmt_ratio(r)}" for wl in rep["workloads"].values() for path, e in wl["paths"].items()
+            for k in RATIO_COLUMNS if (r := (e["ratio_to_tcp"] or {}).get(k)) and has_interval(r)
+            and not r.get("below_resolution") and not lost_to(r) and (r["lo"] > 1 or r["hi"] < 1)]
 
 
 def findings(md, bold=True):
@@ -51,6 +64,11 @@ def findings(md, bold=True):
     answer labels each step with its rate in bold: not a claim)."""
     return [m.group(0) for f in FINDINGS for m in f.finditer(md)] + \
         ([b for b in BOLD.findall(md) if re.search(r"\d", b) and not b.startswith("no difference")] if bold else [])
+
+
+def claims(rep):
+    """Every claim a report makes: its report.md's findings and its ratio cells'."""
+    return findings(markdown.render_markdown(rep)) + ratio_claims(rep)
 
 
 def aa_halves():
@@ -181,10 +199,21 @@ def share_with_findings(mode, seed, reports=REPORTS, **kw):
     for _ in range(reports):
         k6, table = null_run(rng, mode, **kw)
         rep = context.build_report(k6, PINNED, fake_query(table))
-        found = findings(markdown.render_markdown(rep))
+        found = claims(rep)
         hits += bool(found)
         said += found[:1]
     return hits, said
+
+
+def test_a_ratio_cell_that_survives_the_correction_is_counted_as_a_claim():
+    """uds's p99 is 1.53x tcp's in every round (1.49-1.57 after the
+    correction), and nothing else differs: the ratio table's cell is the
+    report's one claim, and the null test counts it."""
+    from report.test_report import build
+    swing = {1: 1.0, 2: 1.1, 3: 0.95}
+    k6 = make_k6(paths=("tcp", "uds"), client=lambda p, r: {"duration_ms": {
+        "p99": 3.0 * swing[r] * (1.5 * (1 + 0.01 * r) if p == "uds" else 1.0)}} if r else {})
+    assert claims(build(k6)) == ["uds client_p99_ms 1.53x (1.49-1.57)"]
 
 
 @pytest.mark.parametrize("noise", ["real", "normal", "t3", "ar0.6"])

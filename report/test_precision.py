@@ -98,6 +98,22 @@ def test_max_mode_judges_the_ratio_of_requests_per_second(tmp_path):
     assert c["pair"] == "uds-lo against tcp-lo" and c["half_width"] is None and c["rounds"] == 4
 
 
+def test_a_pair_with_a_failing_path_is_not_narrowed_and_says_why(tmp_path):
+    """uds-lo failed 5% of its requests: as make load's answer, its pair gets
+    no verdict (share, statuses, likely cause), so PRECISION does not add
+    rounds to narrow it."""
+    doc = load_doc(1_000_000, 3)
+    for p in doc["phases"]:
+        if p["path"] == "uds-lo":
+            p.update(failed_rate=0.05, statuses={"502": 10})
+    (tmp_path / "load.json").write_text(json.dumps(doc))
+    lines, nxt = check(tmp_path)
+    assert nxt is None and comparisons(doc) == [] and not any("+/-" in x for x in lines[1:])
+    assert "  ping: no verdict against TCP over loopback (`uds-lo` against `tcp-lo`): `uds-lo` failed 5% of its " \
+           "requests (502: 30): nginx could not connect to the app's socket" in "\n".join(lines)
+    jsonschema.validate(json.loads((tmp_path / "load.json").read_text()), SCHEMA)
+
+
 MAX = 16
 
 

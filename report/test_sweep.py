@@ -185,6 +185,20 @@ def connections_run():
     return doc
 
 
+def test_a_flat_out_step_gives_no_ratio_for_a_path_that_failed_its_requests():
+    """At 1,024 connections uds-lo failed 5% of its requests: as make load's
+    and make max's answer, its pair gets no verdict there (share, statuses,
+    likely cause) and no ratio, and leaves Holm's family (3 pairs, 2 compared)."""
+    rep = sweep.build(connections_run())
+    md = sweep.render(rep)
+    step = next(line for line in md.splitlines() if line.startswith("- **1,024 connections**"))
+    assert step.startswith("- **1,024 connections**: **no verdict** against TCP over loopback (`uds-lo` against "
+                           "`tcp-lo`): `uds-lo` failed 5% of its requests (non_2xx_3xx: 4,500)")
+    assert "carried" not in step and "x the requests/s" not in step
+    assert "Holm's correction over the 2 compared" in md
+    assert "p_holm" not in rep["savings"]["3"][0]["ratio"]
+
+
 def test_a_sweep_of_connections_gives_ratios_peaks_and_where_the_socket_failed(tmp_path):
     rep = sweep.build(connections_run(), backlog="4096 (somaxconn in the app's network namespace)")
     assert rep["peaks"]["uds-lo"]["failed_at"][:2] == (1024, "5.0% of requests failed")

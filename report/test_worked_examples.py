@@ -341,3 +341,37 @@ def test_not_sure_yet_names_the_extra_seconds_not_the_streams_length():
     assert row["verdict"] == "unsure"
     assert row["words"] == "not sure yet: about 24 more seconds would likely decide (INTERLEAVE=64)"
     assert row["phrase"].endswith("not sure yet; about 24 more seconds would likely decide (INTERLEAVE=64)")
+
+
+def measured_diff(mean, a_mean=64.0):
+    """A difference over 10 rounds, half-width 6 (exact: see above), its own
+    p 0.01 (measurable, one comparison), TCP's median a_mean µs."""
+    return {"mean": mean, "lo": mean - 6.0, "hi": mean + 6.0, "rounds": 10, "a_mean": a_mean, "p": 0.01,
+            "resolution": None, "relative": mean / a_mean}
+
+
+def test_a_difference_inside_the_margin_is_said_as_both():
+    """MARGIN 25% of TCP's 64 µs: ±16 µs. Each interval excludes 0 (faster or
+    slower). 9.75 -+ 6 is 3.75 to 15.75: inside the margin too, so both are
+    said; 10 -+ 6 ends on the margin (not inside) and 10.25 -+ 6 crosses it:
+    "faster by" alone. Either sign alike."""
+    def verdict(mean):
+        v = breakdown.three_way(measured_diff(mean), 25, 1)
+        return v["verdict"], v["inside_margin"]
+    assert (verdict(9.75), verdict(-9.75)) == (("differs", True), ("differs", True))  # just inside
+    assert (verdict(10.0), verdict(-10.0)) == (("differs", False), ("differs", False))  # on the edge
+    assert (verdict(10.25), verdict(-10.25)) == (("differs", False), ("differs", False))  # crossing
+    row = lambda mean: breakdown.answer_row(  # noqa: E731
+        ANSWER_PAIR, {"figures": {"client_p50_ms": measured_diff(mean)}}, 1, 25, None, {})
+    inside, crossing, slower = row(9.75), row(10.25), row(-9.75)
+    assert (inside["verdict"], inside["inside_margin"]) == ("differs", True)
+    assert inside["words"] == "faster by 10 µs (15%): inside the ±25% that counts"
+    assert inside["phrase"].endswith("(`uds-lo` against `tcp-lo`: 95% CI 4 to 16 µs, 10 rounds), inside the ±25% (16 µs) "
+                                     "that counts: no difference larger than that")
+    assert slower["words"] == "slower by 10 µs (15%): inside the ±25% that counts"
+    assert (crossing["words"], crossing["inside_margin"]) == ("faster by 10 µs (16%)", False)
+    assert crossing["phrase"].endswith("10 rounds)")
+    # The answer chart's colour says both too: a paler blue or red than a difference past the margin.
+    from report.charts import VERDICT_COLOURS, verdict_kind
+    assert [verdict_kind(r) for r in (inside, slower, crossing)] == ["faster inside", "slower inside", "faster"]
+    assert len({VERDICT_COLOURS[verdict_kind(r)] for r in (inside, slower, crossing)}) == 3
