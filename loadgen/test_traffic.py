@@ -5,7 +5,10 @@ size and repeatability, bad-share bounds), and on a log full of planted
 secrets that must appear nowhere in what the module returns or prints."""
 import gzip
 import json
+import random
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import apachelogs
@@ -149,6 +152,14 @@ def test_json_other_time_and_request_fields(tmp_path):
     assert requests(renamed, **env) == [traffic.Request(T0_JSON + 0.5, "GET", "/r", 404, 9, 0.2, None)]
 
 
+def test_json_empty_request_is_no_request_line(tmp_path):
+    log = write(tmp_path, "empty-request.log",
+                '{"msec":"1700000000.000","request":"","status":"400","body_bytes_sent":"0"}\n'
+                '{"msec":"1700000000.000","request":"GET / HTTP/1.1","status":"200","body_bytes_sent":"1"}\n')
+    assert [r.method for r in requests(log)] == ["", "GET"]
+    assert summary(log)["skipped"] == {"": 1}
+
+
 def test_explicit_format():
     assert summary(COMBINED, TRAFFIC_FORMAT="combined")["requests"] == 11
     msg = error(COMBINED, TRAFFIC_FORMAT="json")
@@ -168,6 +179,33 @@ def test_agrees_with_apachelogs_on_every_combined_line():
         assert r.status == e.final_status and r.bytes == (e.bytes_sent or 0)
         line = e.request_line.encode("latin-1").decode("utf-8", "surrogateescape") if e.request_line else "-"
         assert (r.method, r.path) == traffic.request_line(line, True)
+
+
+def test_fuzzed_lines_parse_or_fail_by_field():
+    """Sample lines cut, spliced and sprinkled with odd bytes: each gives a Request or a
+    LineError naming a field, nothing else."""
+    rng = random.Random(0)
+    samples = COMBINED.read_text().splitlines() + [x for x in JSON_MSEC.read_text().splitlines() if x]
+    odd = ['"', "\\", "\\x", " ", "{", "}", "[", "]", ":", ",", "-", "\x00", "\xff", "é", "\udcff", "?", "%"]
+    fields = settings().fields
+    outcomes = {"ok": 0, "error": 0}
+    for _ in range(600):
+        line = rng.choice(samples)
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(line) + 1)
+            line = rng.choice([line[:i], line[:i] + rng.choice(odd) + line[i:], line[:i] + line[i + 1:]])
+        try:
+            if line.lstrip().startswith("{"):
+                req, _ = traffic.parse_json(line, fields, False, {})
+            else:
+                req, _ = traffic.parse_combined(line, False)
+            assert isinstance(req, traffic.Request) and (req.path == "" or not traffic.UNSAFE.search(req.path))
+            outcomes["ok"] += 1
+        except traffic.LineError as e:
+            assert e.field in {"time", "request", "status", "bytes", "referrer", "user agent", "end of line",
+                               "json", "method", "path", "request_time", "upstream_time"}
+            outcomes["error"] += 1
+    assert outcomes["ok"] > 50 and outcomes["error"] > 50
 
 
 def test_routes_fold_ids_for_counting_only():
@@ -190,6 +228,13 @@ def test_stretch_offset_and_absolute():
         assert [r.path for r in requests(COMBINED, TRAFFIC_FROM=at)] == ["/users/42", "/caf%C3%A9"]
     assert [r.time - T0_JSON for r in requests(JSON_MSEC, TRAFFIC_FROM="999ms", TRAFFIC_FOR="1")] == \
         pytest.approx([0.999, 1.0, 1.5])
+
+
+def test_stretch_judges_the_lines_it_read(tmp_path):
+    bad = '192.0.2.1 - - [10/Oct/2023:13:55:36 +0000] "GET /a HTTP/1.1" 2x0 1 "-" "curl"\n'
+    late = '192.0.2.1 - - [10/Oct/2023:13:56:36 +0000] "GET /b HTTP/1.1" 200 1 "-" "curl"\n'
+    log = write(tmp_path, "stopped.log", GOOD * 3 + bad + late * 5)
+    assert error(log, TRAFFIC_FOR="10").startswith(f"{log}: 1 of 5 lines (20%) do not parse")
 
 
 def test_stretch_past_the_end_is_a_clear_error(capsys):
@@ -328,6 +373,13 @@ def test_cli_prints_the_summary(capsys):
     assert "json (time=msec" in out and "SEED=3" in out and "routes: 8 " in out
     assert "upstream time (sum over retries and redirects): p50 0.006 s" in out
     assert traffic.main([], {}) == 2
+
+
+def test_cli_as_a_script():
+    script = Path(traffic.__file__)
+    ok = subprocess.run([sys.executable, str(script), str(COMBINED_GZ)], capture_output=True, text=True,
+                        env={"SEED": "1"}, timeout=60)
+    assert ok.returncode == 0 and "requests: 11; replayable 8 (GET 7, HEAD 1)" in ok.stdout and ok.stderr == ""
 
 
 # --- privacy ---
