@@ -551,7 +551,8 @@ def max_answer(w, phases, settings, unpooled=None, terms=None, failed=None):
            + "".join(f"{x[0].upper()}{x[1:]}. " for x in refused)
            + (f"{'; '.join(parts)}. " if parts else "")
            + f"Ratios of the geometric mean, Holm's correction over {judged} comparisons"
-           + (f", and Benjamini-Hochberg's over every comparison of the report ({family})." if family > judged else "."))
+           + (f", and Benjamini-Hochberg's over every comparison of the report ({family})."
+              if family > judged else "."))
     if unpooled:
         words = pooled_words(unpooled)
         out += f" {words[0].upper()}{words[1:]}, each request opened a new connection too."

@@ -362,7 +362,8 @@ def precision_line(p):
     target = f"+/-{p['target_pct']:g}%"
     if not p["comparisons"]:
         return (f"Precision: PRECISION={p['target_pct']:g}% had no comparison of the answer to narrow (PATHS holds "
-                f"no pair of it, or each pair has a failing path: the answer says which): {p['rounds']} rounds were run.")
+                f"no pair of it, or each pair has a failing path: the answer says which): {p['rounds']} rounds "
+                "were run.")
     stein = (f" Stein's two-stage procedure: the first {p['first_stage_rounds']} rounds' spread set how many the run "
              "took, and the answer's intervals take their spread from them, so they keep their 95%."
              if p.get("first_stage_rounds") else "")

@@ -50,7 +50,8 @@ def refused(load):
     out = []
     for w in dict.fromkeys(p["workload"] for p in load["phases"] if p["round"] > 0):
         failed = failures(load, w)
-        out += [f"{w}: {x}".replace("**", "") for x in (failed_phrase(t, failed) for t in TERMS if t.get("answer")) if x]
+        said = (failed_phrase(t, failed) for t in TERMS if t.get("answer"))
+        out += [f"{w}: {x}".replace("**", "") for x in said if x]
     return out
 
 

@@ -366,8 +366,8 @@ def test_a_difference_inside_the_margin_is_said_as_both():
     inside, crossing, slower = row(9.75), row(10.25), row(-9.75)
     assert (inside["verdict"], inside["inside_margin"]) == ("differs", True)
     assert inside["words"] == "faster by 10 µs (15%): inside the ±25% that counts"
-    assert inside["phrase"].endswith("(`uds-lo` against `tcp-lo`: 95% CI 4 to 16 µs, 10 rounds), inside the ±25% (16 µs) "
-                                     "that counts: no difference larger than that")
+    assert inside["phrase"].endswith("(`uds-lo` against `tcp-lo`: 95% CI 4 to 16 µs, 10 rounds), inside the ±25% "
+                                     "(16 µs) that counts: no difference larger than that")
     assert slower["words"] == "slower by 10 µs (15%): inside the ±25% that counts"
     assert (crossing["words"], crossing["inside_margin"]) == ("faster by 10 µs (16%)", False)
     assert crossing["phrase"].endswith("10 rounds)")
