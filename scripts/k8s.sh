@@ -16,19 +16,24 @@
 # Settings: K8S_NAMESPACE (uds-lab), K8S_RELEASE (lab), K8S_VALUES (a values
 # file of yours), K8S_SET ("key=value ..." as helm --set, e.g.
 # "load.rate=200 load.scenario=ping"), K8S_PODS (generator pods, 1-16; 1),
-# K8S_TIMEOUT (seconds a run may take; 1800), K8S_NETWORK_PLUGIN (its name,
+# K8S_TIMEOUT (seconds a run may take; 1800), K8S_START_LEAD (seconds from
+# making the Job to the run's start instant that its pods wait for, with
+# K8S_PODS above 1; 20), K8S_NETWORK_PLUGIN (its name,
 # for the report: Kubernetes does not say), K8S_PROMETHEUS (the cluster's
 # Prometheus for the report, <namespace>/<service>:<port>, where the release
 # runs none: prometheus.enabled=false), TESTID (the run's id), PYTHON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmd=${1:?usage: k8s.sh up|load|report|cluster ID}
-ns=${K8S_NAMESPACE:-uds-lab} release=${K8S_RELEASE:-lab} pods=${K8S_PODS:-1} timeout=${K8S_TIMEOUT:-1800}
+ns=${K8S_NAMESPACE:-uds-lab} release=${K8S_RELEASE:-lab} pods=${K8S_PODS:-1} timeout=${K8S_TIMEOUT:-1800} lead=${K8S_START_LEAD:-20}
 PYTHON=${PYTHON:-python3}
 fail() { echo "k8s.sh: $*" >&2; exit 2; }
 log() { printf '[k8s %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 if ! [[ $pods =~ ^[0-9]+$ ]] || ((pods < 1 || pods > 16)); then fail "K8S_PODS=$pods: a whole number of generator pods, 1 to 16"; fi
 if ! [[ $timeout =~ ^[0-9]+$ ]] || ((timeout < 1)); then fail "K8S_TIMEOUT=$timeout: seconds, a whole number above 0"; fi
+if ! [[ $lead =~ ^[0-9]+$ ]] || ((lead < 1 || lead > 3600)); then
+  fail "K8S_START_LEAD=$lead: seconds from making the Job to the run's start, a whole number, 1 to 3600"
+fi
 [[ $ns =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || fail "K8S_NAMESPACE=$ns: not a namespace's name"
 [ -z "${K8S_VALUES:-}" ] || [ -r "$K8S_VALUES" ] || fail "K8S_VALUES=$K8S_VALUES: no such file"
 [ -z "${K8S_PROMETHEUS:-}" ] || [[ $K8S_PROMETHEUS =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?:[0-9]+$ ]] ||
@@ -45,12 +50,17 @@ up() {
   helm upgrade --install "$release" k8s/uds-lab "${args[@]}" --create-namespace --wait --timeout 5m
 }
 
-# segment I ID: pod I's load.json, from between the marker lines of its log.
+# segment I ID: pod I's load.json, from between the marker lines of its log;
+# none there (a pod that came up after the run's start instant sends nothing
+# and says so): the log's last lines.
 segment() {
-  local pod
+  local pod log doc
   pod=$(kc get pods -l "job-name=$release-openloop-$2,batch.kubernetes.io/job-completion-index=$1" -o name | head -1)
   [ -n "$pod" ] || fail "no pod of job/$release-openloop-$2 with index $1"
-  kc logs "$pod" -c openloop | sed -n "/^--- uds-lab load.json $1\/$pods ---\$/,/^--- end of load.json ---\$/p" | sed '1d;$d'
+  log=$(kc logs "$pod" -c openloop)
+  doc=$(printf '%s\n' "$log" | sed -n "/^--- uds-lab load.json $1\/$pods ---\$/,/^--- end of load.json ---\$/p" | sed '1d;$d')
+  [ -n "$doc" ] || fail "$pod wrote no load.json; its log ends: $(printf '%s\n' "$log" | tail -n 2 | tr '\n' ' ')"
+  printf '%s\n' "$doc"
 }
 
 # cluster.json: where the run took place, for the report (compose.json's part).
@@ -112,8 +122,14 @@ load() {
   # Job gone; then the Job alone is added (nothing else depends on load.*),
   # so the run never starts against pods still restarting.
   helm upgrade "$release" k8s/uds-lab --values "$tmp" "${args[@]}" --set load.enabled=false --wait --timeout 5m >/dev/null
+  # Several pods share one start instant (load.startAt, unix ms), K8S_START_LEAD
+  # seconds from now: long enough for the Job's pods to be scheduled, plan
+  # and start on a warm node. A pod that comes up more than 5 ms after it
+  # sends nothing and fails, naming its lateness (segment says it).
+  local start=()
+  ((pods == 1)) || start=(--set "load.startAt=$((($(date +%s) + lead) * 1000))")
   helm upgrade "$release" k8s/uds-lab --values "$tmp" "${args[@]}" --set load.enabled=true --set "load.testid=$id" \
-    --set "load.pods=$pods" >/dev/null
+    --set "load.pods=$pods" ${start[@]+"${start[@]}"} >/dev/null
   local t0=$SECONDS done="" failed=""
   while ((SECONDS - t0 < timeout)); do
     done=$(kc get job "$release-openloop-$id" -o jsonpath='{.status.succeeded}')

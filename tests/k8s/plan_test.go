@@ -243,3 +243,36 @@ var (
 	openloopPath string
 	openloopErr  error
 )
+
+// Every generator pod of a run waits for one start instant: load.startAt is
+// the OPENLOOP_START_AT of the Job's one pod template, and openloop takes it
+// (openloop check reads its settings); a run of one pod without it has none
+// (the pod starts when it comes up).
+func TestJobPodsShareOneStartInstant(t *testing.T) {
+	for _, c := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"load.enabled=true", "load.testid=t1", "load.pods=3", "load.startAt=1795941070750"}, "1795941070750"},
+		{[]string{"load.enabled=true", "load.testid=t1"}, ""},
+	} {
+		job := parse(t, render(t, c.sets)).must(t, "Job", named("openloop-t1"))
+		env := job.Spec.Template.Spec.Container("openloop").EnvMap()
+		if got, ok := env["OPENLOOP_START_AT"]; got != c.want || ok != (c.want != "") {
+			t.Errorf("%v: the generator's OPENLOOP_START_AT %q (given: %v), want %q", c.sets, got, ok, c.want)
+		}
+		if c.want == "" {
+			continue
+		}
+		plan := filepath.Join(t.TempDir(), "plan.json")
+		doc := `{"testid":"t","settings":{"mode":"rate","rate":1},"phases":[{"name":"ping__tcp__r1","path":"tcp","duration_s":1,"url":"http://x/"}]}`
+		if err := os.WriteFile(plan, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		check := exec.Command(openloopBinary(t), "check")
+		check.Env = []string{"PLAN=" + plan, "OPENLOOP_START_AT=" + env["OPENLOOP_START_AT"]}
+		if out, err := check.CombinedOutput(); err != nil {
+			t.Errorf("openloop check with the Job's OPENLOOP_START_AT: %v\n%s", err, out)
+		}
+	}
+}

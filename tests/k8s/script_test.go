@@ -4,8 +4,12 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"uds-lab/tests/internal/lab"
 )
@@ -22,6 +26,8 @@ func TestK8sScriptRefusesBadSettings(t *testing.T) {
 		{[]string{"K8S_PODS=17"}, []string{"load"}, "K8S_PODS=17: a whole number of generator pods, 1 to 16"},
 		{[]string{"K8S_PODS=two"}, []string{"load"}, "K8S_PODS=two"},
 		{[]string{"K8S_TIMEOUT=0"}, []string{"load"}, "K8S_TIMEOUT=0: seconds"},
+		{[]string{"K8S_START_LEAD=0"}, []string{"load"}, "K8S_START_LEAD=0: seconds from making the Job to the run's start"},
+		{[]string{"K8S_START_LEAD=soon"}, []string{"load"}, "K8S_START_LEAD=soon: seconds"},
 		{[]string{"K8S_NAMESPACE=Lab_1"}, []string{"up"}, "K8S_NAMESPACE=Lab_1: not a namespace's name"},
 		{[]string{"K8S_VALUES=/nonexistent/values.yaml"}, []string{"up"}, "K8S_VALUES=/nonexistent/values.yaml: no such file"},
 		{[]string{"K8S_SET=load.rate"}, []string{"load"}, `K8S_SET: "load.rate" is not key=value`},
@@ -37,6 +43,61 @@ func TestK8sScriptRefusesBadSettings(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), c.want) ||
 			strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
 			t.Errorf("%v k8s.sh %v: %v\n%s\nwant exit 2 and one line with %q", c.env, c.args, err, out, c.want)
+		}
+	}
+}
+
+// scripts/k8s.sh load gives several generator pods one start instant,
+// K8S_START_LEAD seconds after it makes the Job (load.startAt, unix ms), and
+// one pod none (it starts when it comes up). A helm on PATH records what it
+// is asked; a kubectl says the Job is done and has no pods, so the run stops
+// there, naming the missing pod.
+func TestK8sLoadGivesSeveralPodsOneStartInstant(t *testing.T) {
+	bin, rec := t.TempDir(), filepath.Join(t.TempDir(), "helm-args")
+	for name, script := range map[string]string{
+		"helm":    "#!/bin/sh\necho \"$*\" >>" + rec + "\n[ \"$1\" != get ] || echo '{}'\n",
+		"kubectl": "#!/bin/sh\ncase \"$*\" in *status.succeeded*) echo \"$K8S_PODS\" ;; esac\n",
+	} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startAt := regexp.MustCompile(`load\.startAt=([0-9]+)`)
+	for _, pods := range []string{"1", "2"} {
+		os.Remove(rec)
+		id := "script-start-" + pods
+		t.Cleanup(func() { os.RemoveAll(lab.Path(t, "results", id)) })
+		cmd := exec.Command(lab.Path(t, "scripts", "k8s.sh"), "load")
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + os.Getenv("HOME"), "K8S_PODS=" + pods,
+			"K8S_START_LEAD=30", "TESTID=" + id}
+		before := time.Now()
+		out, err := cmd.CombinedOutput()
+		after := time.Now()
+		if !strings.Contains(string(out), "no pod of job/lab-openloop-"+id+" with index 0") {
+			t.Fatalf("K8S_PODS=%s k8s.sh load with a fake helm and kubectl: %v\n%s", pods, err, out)
+		}
+		b, _ := os.ReadFile(rec)
+		var job string
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "load.enabled=true") {
+				job = line
+			}
+		}
+		m := startAt.FindStringSubmatch(job)
+		switch {
+		case job == "":
+			t.Errorf("K8S_PODS=%s: no helm upgrade with load.enabled=true in %q", pods, b)
+		case pods == "1" && m != nil:
+			t.Errorf("K8S_PODS=1: helm %s: one pod is given a start instant", job)
+		case pods == "2" && m == nil:
+			t.Errorf("K8S_PODS=2: helm %s: no load.startAt", job)
+		case pods == "2":
+			// date +%s: whole seconds, so up to 1 s before now + the lead.
+			at, _ := strconv.ParseInt(m[1], 10, 64)
+			lo, hi := before.Add(29*time.Second).UnixMilli(), after.Add(30*time.Second).UnixMilli()
+			if at < lo || at > hi {
+				t.Errorf("K8S_PODS=2: load.startAt=%d, want now + K8S_START_LEAD=30 s, %d to %d", at, lo, hi)
+			}
 		}
 	}
 }

@@ -419,7 +419,7 @@ func TestRenderedEnvIsEnvs(t *testing.T) {
 // as 1.073741824e+09.
 func TestWholeNumbersInFull(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "big.yaml")
-	writeFile(t, f, "app:\n  downloadSize: 1073741824\nload:\n  enabled: true\n  testid: 20261125\n  seed: 2147483647\n  rate: 1000000\n")
+	writeFile(t, f, "app:\n  downloadSize: 1073741824\nload:\n  enabled: true\n  testid: 20261125\n  seed: 2147483647\n  rate: 1000000\n  startAt: 1795941070750\n")
 	out, err := helm(t, "template", release, chartDir(t), "-f", f)
 	if err != nil {
 		t.Fatal(err)
@@ -433,5 +433,9 @@ func TestWholeNumbersInFull(t *testing.T) {
 		if plan[k] != want {
 			t.Errorf("%s=%q, want %s", k, plan[k], want)
 		}
+	}
+	gen := m.must(t, "Job", named("openloop-20261125")).Spec.Template.Spec.Container("openloop").EnvMap()
+	if got := gen["OPENLOOP_START_AT"]; got != "1795941070750" {
+		t.Errorf("OPENLOOP_START_AT=%q, want 1795941070750", got)
 	}
 }

@@ -40,6 +40,10 @@ func TestChartRefusesBadValues(t *testing.T) {
 		// values.schema.json: unknown keys (a typo would be ignored) and bad values.
 		{[]string{"nginx.remoteUpstream=ingress"}, "/nginx/remoteUpstream"},
 		{[]string{"load.enabled=true", "load.testid=t1", "load.mode=sweep"}, "/load/mode"},
+		// Several generator pods need one start instant, in unix milliseconds.
+		{[]string{"load.enabled=true", "load.testid=t1", "load.pods=2"}, "load.pods=2: several generator pods need load.startAt"},
+		{[]string{"load.enabled=true", "load.testid=t1", "load.startAt=1795941070"}, "/load/startAt"},
+		{[]string{"load.enabled=true", "load.testid=t1", "load.startAt=soon"}, "/load/startAt"},
 		{[]string{"load.rat=5"}, "additional properties 'rat'"},
 		{[]string{"app.protocol=grpc"}, "/app/protocol"},
 		{[]string{"app.socketMode=0666"}, "/app/socketMode"},
