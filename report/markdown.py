@@ -454,8 +454,8 @@ def how_to_read_intervals(rep):
         f"when none is stays at {ALPHA:.0%}); *no difference larger than ±{m:g}%* when the interval, widened for "
         f"the comparisons judged together (Bonferroni), lies inside ±{m:g}% of TCP's median (equivalence; "
         "`MARGIN`); *not sure yet* otherwise, with about how many more seconds (or rounds) an interval of the "
-        f"same spread would need to decide. An interval that excludes 0 and lies inside ±{m:g}% is both: "
-        f"*faster by 2 µs (1%): inside the ±{m:g}% that counts*.",
+        f"same spread would need to decide. An interval that excludes 0 and lies inside ±{m:g}% is both, and "
+        f"said so: *faster* (or *slower*) *by* so much, *inside the ±{m:g}% that counts*.",
         f"- **Costs and ratios** come from the rounds of one path at a time (each compared pair back to back, "
         "the order changing every round): a paired t-interval over rounds, a ratio's on the log ratios. A "
         "difference or ratio is measurable when its interval excludes no difference (0, or 1 for a ratio) and "
