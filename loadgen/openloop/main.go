@@ -123,17 +123,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "openloop: no scrape within OPENLOOP_SCRAPE_WAIT=%v of the last request: Prometheus may lack the run's last seconds (load.json has them all)\n", cfg.scrapeWait)
 	}
 	doc := loadJSON(p, st, recs)
-	if err := writeFile(loadFile(cfg.plan), doc); err != nil {
+	if err := output(cfg, p, doc, stdout); err != nil {
 		return err
-	}
-	table(stdout, p, doc)
-	if cfg.logLoad {
-		// A Kubernetes Job's pods: scripts/k8s.sh reads it from their logs.
-		fmt.Fprintf(stdout, "--- uds-lab load.json %d/%d ---\n", cfg.segment, cfg.segments)
-		if err := writeJSON(stdout, doc); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, "--- end of load.json ---")
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: load.json holds the phases run so far")
@@ -141,6 +132,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if f := doc["thresholds_failed"].([]string); len(f) > 0 {
 		return fmt.Errorf("%w: %s", errFailed, verdict(f))
 	}
+	return nil
+}
+
+// output: load.json beside the plan, the table on stdout, and, in a
+// Kubernetes Job's pod, load.json on stdout between marker lines
+// (scripts/k8s.sh reads it from the pod's log).
+func output(cfg config, p *plan, doc map[string]any, stdout io.Writer) error {
+	if err := writeFile(loadFile(cfg.plan), doc); err != nil {
+		return err
+	}
+	table(stdout, p, doc)
+	if !cfg.logLoad {
+		return nil
+	}
+	fmt.Fprintf(stdout, "--- uds-lab load.json %d/%d ---\n", cfg.segment, cfg.segments)
+	if err := writeJSON(stdout, doc); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "--- end of load.json ---")
 	return nil
 }
 

@@ -58,7 +58,9 @@ func begin(ctx context.Context, cfg config, clk *clock, stdout io.Writer) (start
 	if !clk.until(ctx, at) {
 		return start{}, fmt.Errorf("interrupted before the run's start instant: nothing sent")
 	}
-	return start{at: at, late: time.Since(at), instant: true}, nil
+	late := time.Since(at)
+	fmt.Fprintf(stdout, "began %.3f ms after the run's start instant\n", inMs(late))
+	return start{at: at, late: late, instant: true}, nil
 }
 
 // inMs: a duration in milliseconds, to the microsecond.
