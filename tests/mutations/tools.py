@@ -46,7 +46,13 @@ class Failed(Exception):
     pass
 
 
-def sh(args, cwd, **kw):
+def sh(args, cwd, progress=False, **kw):
+    """args' output; with progress, their output goes to stderr as they run (gremlins', mutmut's mutants)."""
+    if progress:
+        res = subprocess.run(args, cwd=cwd, stdout=sys.stderr, stderr=sys.stderr, text=True, **kw)
+        if res.returncode != 0:
+            raise Failed(f"{' '.join(map(str, args))} (in {cwd}): exit {res.returncode} (its output above)")
+        return ""
     res = subprocess.run(args, cwd=cwd, capture_output=True, text=True, **kw)
     if res.returncode != 0:
         raise Failed(f"{' '.join(map(str, args))} (in {cwd}): exit {res.returncode}\n{res.stdout[-3000:]}{res.stderr[-3000:]}")
@@ -65,7 +71,7 @@ def gremlins(tool, tree, module, workers):
     """One Go module's row and survivors, from gremlins' JSON."""
     report = Path(tree) / ".gremlins.json"
     sh([tool, "unleash", "--workers", str(workers), "--timeout-coefficient", "5", "-o", str(report), "."],
-       Path(tree) / module)
+       Path(tree) / module, progress=True)
     doc = json.loads(report.read_text())
     lived = [f"{module}/{f['file_name']}:{m['line']}:{m['column']} {m['type']}"
              for f in doc["files"] for m in f["mutations"] if m["status"] == "LIVED"]
@@ -82,7 +88,7 @@ def mutmut(tool, tree, modules, workers):
     cfg += ["pytest_add_cli_args_test_selection="] + [f"    {t}" for t in PY_TESTS]
     cfg += ["also_copy="] + [f"    {t}" for t in tracked]
     Path(tree, "setup.cfg").write_text("\n".join(cfg) + "\n")
-    sh([tool, "run", "--max-children", str(workers)], tree, timeout=4 * 3600)
+    sh([tool, "run", "--max-children", str(workers)], tree, progress=True, timeout=4 * 3600)
     results = sh([tool, "results", "--all", "true"], tree)
     status = dict(re.findall(r"^\s*(\S+__mutmut_\d+): (.+)$", results, re.M))
     rows, lived = [], []
