@@ -152,6 +152,27 @@ def test_the_merged_run_fails_its_threshold_above_1_percent_as_openloop_does(fai
     assert out["start_ms"] == 1000 and out["segments"]["start_spread_ms"] == 3
 
 
+@pytest.mark.parametrize("dropped, over", [(100, False), (102, True)])
+def test_a_merged_phase_fails_on_drops_over_1_percent_of_the_requests_due(dropped, over):
+    """Pod a sent 4,900 and dropped 100 (2% of its own due: openloop names
+    the phase), pod b sent 5,000 and dropped none: merged, 100 of the 10,000
+    due is 1.0%, not over 1% (openloop's rule); 102 of 10,002 is over."""
+    h = HdrHistogram(1, 60_000_000, 3)
+    h.record_value(100)
+    enc = h.encode().decode()
+
+    def doc(sent, drops):
+        named = ["dropped_iterations:ping__tcp__r1"] if drops else []
+        return {"testid": "k", "settings": {}, "urls": {}, "start_ms": 1000,
+                "phases": [{"name": "ping__tcp__r1", "path": "tcp", "requests": sent, "failed_rate": 0,
+                            "dropped_iterations": drops, "hdr": {"sent": enc, "due": enc}}],
+                "totals": {"requests": sent, "failed_rate": 0}, "thresholds_failed": named}
+
+    out = merge_segments.merge([doc(4900, dropped), doc(5000, 0)], ["a", "b"])
+    assert out["phases"][0]["dropped_iterations"] == dropped
+    assert out["thresholds_failed"] == (["dropped_iterations:ping__tcp__r1"] if over else [])
+
+
 def test_pods_whose_starts_differ_by_more_than_the_bound_are_refused(tmp_path, capsys):
     """Two pods given the instant 1000 (one woke 0.2 ms after it, one 4.9
     ms) merge; a pod whose schedule started 6 ms later (it came up late
@@ -181,6 +202,10 @@ def test_pods_whose_starts_differ_by_more_than_the_bound_are_refused(tmp_path, c
     assert main("pod-0.json", "pod-1.json") == 0
     merged = json.loads(out.read_text())
     assert (merged["start_ms"], merged["start_late_ms"], merged["segments"]["start_spread_ms"]) == (1000, 4.9, 0)
+    out.unlink()
+    # Exactly the bound apart is within it.
+    (tmp_path / "edge.json").write_text(json.dumps(doc(1005, 0.1)))
+    assert main("pod-0.json", "edge.json") == 0 and json.loads(out.read_text())["segments"]["start_spread_ms"] == 5
     out.unlink()
     assert main("pod-0.json", "pod-1.json", "late.json") == 2
     err = capsys.readouterr().err

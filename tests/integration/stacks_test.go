@@ -336,8 +336,29 @@ func newAppUser(t *testing.T, dir string) appUser {
 			t.Fatal(err)
 		}
 		u.cred = &syscall.Credential{Uid: appUID, Gid: uint32(u.gid), Groups: []uint32{}}
+		reachable(t, lab.Root(t))
 	}
 	return u
+}
+
+// reachable: the stacks, run as the app's user, read their code in the
+// checkout: every folder above it must let others pass (a checkout under
+// a 0700 folder, mktemp -d's or /root, gave "can't chdir" from each stack).
+func reachable(t *testing.T, root string) {
+	t.Helper()
+	for d := root; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			t.Fatalf("the stacks run as uid %d, which cannot pass %s (mode %04o) to reach the checkout at %s: "+
+				"run the tests from a checkout whose folders others may pass (chmod o+x %s)", appUID, d, fi.Mode().Perm(), root, d)
+		}
+		if d == filepath.Dir(d) {
+			return
+		}
+	}
 }
 
 func testStack(t *testing.T, cat lab.Catalogue, sc stackCase) {
