@@ -180,7 +180,10 @@ report() {
     PROMETHEUS_USER=$(echo "$values" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["prometheus"]["user"])')
     export PROMETHEUS_USER
   fi
-  kubectl --namespace "$pns" port-forward "svc/$svc" ":$sport" >"$dir/pf.log" 2>&1 &
+  # The log exists before the loop reads it: the background job may not have
+  # opened it yet (sed then failed, and with it the report, on a busy machine).
+  : >"$dir/pf.log"
+  kubectl --namespace "$pns" port-forward "svc/$svc" ":$sport" >>"$dir/pf.log" 2>&1 &
   pf=$!
   for _ in $(seq 50); do
     port=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$dir/pf.log" | head -1)
