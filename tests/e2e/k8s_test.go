@@ -219,9 +219,13 @@ load:
 
 	// burst runs tcp-lo and uds-lo one at a time at 3,000 req/s, open loop
 	// (requests pile up in flight when the app falls behind), and returns
-	// each path's measured statuses (the generator's own counts).
+	// each path's measured statuses (the generator's own counts). A burst
+	// is past what the generator sends on a busy node: its phases may drop
+	// requests at the in-flight cap, which fails the run (exit 1, load.json's
+	// thresholds_failed names each phase); err is the run's failure but for
+	// that.
 	burst := func(id string) (map[string]map[string]int, error) {
-		_, err := in(append(env, "TESTID="+id, "K8S_SET=load.rate=3000 load.interleave=0 load.paths={tcp-lo,uds-lo} "+
+		said, err := in(append(env, "TESTID="+id, "K8S_SET=load.rate=3000 load.interleave=0 load.paths={tcp-lo,uds-lo} "+
 			"load.duration=3 load.rounds=1 load.warmup=1 load.idle=0"), "make", "k8s-load")
 		var load struct {
 			Phases []struct {
@@ -229,6 +233,7 @@ load:
 				Round    int            `json:"round"`
 				Statuses map[string]int `json:"statuses"`
 			} `json:"phases"`
+			ThresholdsFailed []string `json:"thresholds_failed"`
 		}
 		if jerr := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", id, "load.json"))), &load); jerr != nil {
 			t.Fatal(jerr)
@@ -238,6 +243,14 @@ load:
 			if p.Round > 0 {
 				out[p.Path] = p.Statuses
 			}
+		}
+		dropsOnly := len(load.ThresholdsFailed) > 0
+		for _, th := range load.ThresholdsFailed {
+			dropsOnly = dropsOnly && strings.HasPrefix(th, "dropped_iterations:")
+		}
+		if dropsOnly && strings.Contains(said, "generator pod(s) failed") {
+			t.Logf("%s: the generator's load did not all go out (%v): a burst's, not a failure", id, load.ThresholdsFailed)
+			err = nil
 		}
 		return out, err
 	}
