@@ -135,6 +135,39 @@ func sleepHandler(c *gin.Context) {
 	}
 }
 
+// replayHandler answers GET /replay/:bytes/:us, the route a replayed access
+// log is emulated on (make load TRAFFIC=, loadgen/traffic.py): it waits the
+// logged upstream time (us microseconds, at most the longest request) and
+// then sends the logged number of bytes (at most the payload's), so that a
+// request has its logged shape whatever app logged it.
+func replayHandler(payload []byte) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		n, ok := intParam(c, "bytes", 0, int64(len(payload)))
+		if !ok {
+			return
+		}
+		us, ok := intParam(c, "us", 0, maxSleepMS*1000)
+		if !ok {
+			return
+		}
+		if us > 0 {
+			t := time.NewTimer(time.Duration(us) * time.Microsecond)
+			select {
+			case <-t.C:
+			case <-c.Request.Context().Done():
+				t.Stop()
+				c.AbortWithStatusJSON(statusClientClosed, gin.H{"error": "request cancelled"})
+				return
+			}
+		}
+		h := c.Writer.Header()
+		h.Set("Content-Type", contentTypeBinary)
+		h.Set("Content-Length", strconv.FormatInt(n, 10))
+		c.Status(http.StatusOK)
+		_, _ = c.Writer.Write(payload[:n])
+	}
+}
+
 // readFromWriter re-exposes net/http's io.ReaderFrom, which gin's
 // ResponseWriter hides; without it http.ServeFile can never reach sendfile.
 type readFromWriter struct {

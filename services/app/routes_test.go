@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 )
@@ -116,6 +118,34 @@ func TestBytes(t *testing.T) {
 		}
 		if bytes.IndexByte(rec.Body.Bytes(), 0) >= 0 {
 			t.Fatal("payload contains zero bytes")
+		}
+	}
+}
+
+// The replay route has the logged shape: the bytes asked for, not before the
+// time asked for; out of range, a 400 naming the parameter.
+func TestReplay(t *testing.T) {
+	f := newHandler(t)
+	for _, tc := range []struct{ bytes, us int }{{0, 0}, {1234, 0}, {maxBytes, 0}, {10, 30000}} {
+		start := time.Now()
+		rec := f.do("GET", fmt.Sprintf("/replay/%d/%d", tc.bytes, tc.us))
+		took := time.Since(start)
+		if rec.Code != 200 || rec.Body.Len() != tc.bytes || rec.Header().Get("Content-Length") != strconv.Itoa(tc.bytes) {
+			t.Fatalf("%+v: code %d, %d bytes, Content-Length %q", tc, rec.Code, rec.Body.Len(), rec.Header().Get("Content-Length"))
+		}
+		if took < time.Duration(tc.us)*time.Microsecond {
+			t.Fatalf("%+v: answered after %v, before the %d us asked", tc, took, tc.us)
+		}
+	}
+	for path, name := range map[string]string{
+		fmt.Sprintf("/replay/%d/0", maxBytes+1):        "bytes",
+		"/replay/-1/0":                                 "bytes",
+		fmt.Sprintf("/replay/0/%d", maxSleepMS*1000+1): "us",
+		"/replay/0/x":                                  "us",
+	} {
+		rec := f.do("GET", path)
+		if msg, _ := jsonBody(t, rec)["error"].(string); rec.Code != 400 || !strings.Contains(msg, "parameter "+name) {
+			t.Errorf("%s: code %d, error %q, want 400 naming %s", path, rec.Code, msg, name)
 		}
 	}
 }

@@ -74,6 +74,7 @@ func NewServer(d Deps) http.Handler {
 	r.GET("/bytes/:n", bytesHandler(payload))
 	r.GET("/cpu/:iterations", cpuHandler(d.CPUMaxIterations, newCPULimiter(d.CPU)))
 	r.GET("/sleep/:ms", sleepHandler)
+	r.GET("/replay/:bytes/:us", replayHandler(payload))
 	r.GET("/download/file", downloadFile(d.DownloadFile))
 	r.GET("/download/stream", downloadStream(d.DownloadFile, bufPool))
 	r.GET("/client", clientAddress)
