@@ -254,6 +254,10 @@ fuzz: ## Fuzz the app's route parameters for FUZZTIME (5000x executions, a few s
 e2e: ## The real stack under a Docker engine with locally built stand-in images (see tests/e2e)
 	tests/e2e/run.sh
 
+.PHONY: settings
+settings: ## Write what settings.toml declares: .env, docs/configuration.md's tables, compose.yaml's environment lists, the chart's values (scripts/settings.py)
+	python3 scripts/settings.py
+
 .PHONY: dashboards
 dashboards: ## Regenerate grafana/dashboards/*.json from grafana/dashboards.py
 	PYTHONPATH=. python3 grafana/dashboards.py

@@ -89,35 +89,3 @@ func TestGoVersionOnce(t *testing.T) {
 		}
 	}
 }
-
-// The configuration table (docs/configuration.md) lists what .env (or
-// compose.yaml, for what .env leaves unset) sets; make's own variables are
-// documented apart.
-func TestReadmeConfigurationIsEnv(t *testing.T) {
-	b, err := os.ReadFile(lab.Path(t, "docs", "configuration.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, _ := strings.Cut(string(b), "\n## Configuration\n")
-	section, _, _ = strings.Cut(section, "\n## ")
-	compose, err := os.ReadFile(lab.Path(t, "compose.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := lab.Env(t)
-	rows := 0
-	for _, row := range regexp.MustCompile("(?m)^\\| (`[^|]+) \\|").FindAllStringSubmatch(section, -1) {
-		for _, name := range regexp.MustCompile("`([A-Z0-9_*]+)`").FindAllStringSubmatch(row[1], -1) {
-			rows++
-			if strings.Contains(name[1], "*") {
-				continue
-			}
-			if _, ok := env[name[1]]; !ok && !strings.Contains(string(compose), "${"+name[1]) {
-				t.Errorf("docs/configuration.md: %s is neither set in .env nor read by compose.yaml", name[1])
-			}
-		}
-	}
-	if rows == 0 {
-		t.Error("docs/configuration.md: no configuration table under ## Configuration")
-	}
-}
