@@ -451,6 +451,7 @@ def outputs(t):
     return {
         ".env": write_env(t),
         "docs/configuration.md": fill(read("docs/configuration.md"), "docs/configuration.md", tables, "the tables"),
+        "compose.yaml": fill(read("compose.yaml"), "compose.yaml", compose_regions(t), "settings' compose lists"),
     }
 
 
