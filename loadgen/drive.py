@@ -41,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import plan as runplan  # noqa: E402 (beside this file, as wrk_runner.py takes it)
+import replay  # noqa: E402
 from report import precision, sweep  # noqa: E402
 
 STATE = "drive.json"
@@ -72,7 +73,7 @@ def generate(state, env, run_dir):
     settings = {**env, **{k: str(v) for k, v in state["settings"].items()}}
     catalogue = runplan.read_catalogue(settings)
     floor = env.get("MODE") == "floor"
-    doc = runplan.floor_build(settings, catalogue) if floor else runplan.build(settings, catalogue)
+    doc = runplan.floor_build(settings, catalogue) if floor else runplan.build(settings, catalogue, run_dir)
     gen = "floor" if floor else doc["settings"]["generator"]
     out = dict(state["settings"])
     if gen in PLAN_FILE_READERS:
@@ -177,6 +178,10 @@ def main(argv=None, env=os.environ):
             print(msg, file=sys.stderr)
         lines, last = [], f"done {rc}"
     run_dir.mkdir(parents=True, exist_ok=True)
+    if last.startswith("done"):
+        # A replay's schedule (make load TRAFFIC=): with TRAFFIC_SEND=logged it
+        # holds your paths; only the plan's summary of it stays.
+        (run_dir / replay.REPLAY_FILE).unlink(missing_ok=True)
     record.write_text(json.dumps(state, indent=2))
     print("\n".join(lines + [last]), flush=True)
     return 0

@@ -36,6 +36,7 @@ only. Phases are named `<workload>__<path>__s<step>__r<round>`.
 load.schema.json is the shape of the load.json the generators write.
 """
 import json
+import math
 import os
 import random
 import re
@@ -55,6 +56,8 @@ GAP_SECONDS = 1
 MIX = "mix"
 MIN_BLOCKS = 10
 MODES = ("rate", "max", "sweep")
+# make load TRAFFIC=...: the workload's name in phase names (traffic__mix__r1).
+TRAFFIC_WORKLOAD = "traffic"
 # GENERATOR unset: each mode's own (.env's GENERATOR is empty by default).
 DEFAULT_GENERATOR = {"rate": "openloop", "sweep": "openloop", "max": "wrk"}
 
@@ -190,12 +193,17 @@ def read_settings(env, catalogue):
     if direct and not can["unix_socket"]:
         raise SettingError(f"PATHS: {', '.join(direct)} needs GENERATOR=oha (no nginx: the app's own socket, which "
                            f"{s['generator']} cannot dial)")
+    if setting(env, "TRAFFIC", ""):
+        traffic_settings(env, s)
     s["pairs"] = pair_units(s["paths"], catalogue)
     s["pooled"] = [p for p in s["paths"] if (catalogue["paths"].get(p) or {}).get("pooled")]
     # make load's interleaved stream, and each step's of a sweep of rates, where
     # the generator interleaves (wrk and oha drive one URL at a time).
     if can["interleaves"] and (s["mode"] == "rate" or (s["mode"] == "sweep" and setting(env, "SWEEP", FROM_ENV) == "rate")):
         interleave_settings(env, s)
+    if "traffic" in s and not s.get("interleave"):
+        raise SettingError("TRAFFIC: replayed in make load's interleaved stream: INTERLEAVE=0 has none "
+                           "(any INTERLEAVE above 0 will do: the log sets the stream's length)")
     if s["rounds"] == 0 and not s.get("interleave"):
         raise SettingError('ROUNDS="0": must be a whole number >= 1 (0 only for make load with INTERLEAVE: the '
                            "interleaved stream alone, no costs per request)")
@@ -215,6 +223,60 @@ def read_settings(env, catalogue):
     if s["mode"] == "sweep":
         sweep_settings(env, s, catalogue)
     return s
+
+
+def traffic_settings(env, s):
+    """make load TRAFFIC=...: your access log replayed (loadgen/replay.py) in
+    the interleaved stream alone, as the workload "traffic"."""
+    if s["mode"] != "rate" or s["generator"] != "openloop":
+        raise SettingError(f"TRAFFIC: replayed by make load with openloop, not MODE={s['mode']} "
+                           f"GENERATOR={s['generator']}")
+    replay, traffic = replay_modules()
+    try:
+        replay.read_send(env), replay.read_speed(env), traffic.read_settings(env)
+    except traffic.TrafficError as e:
+        raise SettingError(str(e)) from None
+    s["traffic"] = {}  # replayed(): the replay's summary
+    s["workloads"] = [TRAFFIC_WORKLOAD]
+    s["rounds"] = 0  # no rounds of one path at a time: the log is replayed once per stream
+
+
+def replayed(env, s, catalogue, run_dir):
+    """Write the replay's schedule into run_dir; its summary into s["traffic"],
+    and the interleaved stream's length from it (whole BLOCKs, at least
+    MIN_BLOCKS). Refused: a log whose peak is above what openloop holds."""
+    replay, traffic = replay_modules()
+    if run_dir is None:
+        raise SettingError("TRAFFIC: the replay's schedule needs the run's folder")
+    files = [f.strip() for f in setting(env, "TRAFFIC", "").split(",") if f.strip()]
+    n = max(len(paths) for _, paths in streams(s))
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    try:
+        r = replay.replay(files, traffic.read_settings({**env, "SEED": str(s["seed"])}), replay.read_send(env),
+                          replay.read_speed(env), s["rate"], n, Path(run_dir) / replay.REPLAY_FILE)
+    except traffic.TrafficError as e:
+        raise SettingError(f"TRAFFIC: {e}") from None
+    holds = catalogue["generators"]["openloop"]["holds_rps"]
+    if r["peak_rate"] > holds:
+        raise SettingError(f"TRAFFIC: the replay's peak is {r['peak_rate']:.0f} req/s ({n} paths x the log's peak "
+                           f"{r['peak_rate'] / n:.0f}/s), above the {holds} req/s openloop holds on time "
+                           "(catalogue.json): a slower TRAFFIC_SPEED, a TRAFFIC_SAMPLE, or fewer PATHS")
+    blocks = math.ceil(r["duration_s"] / s["block"])
+    if blocks < MIN_BLOCKS:
+        raise SettingError(f"TRAFFIC: the replay lasts {r['duration_s']:.3g} s, under the {MIN_BLOCKS} blocks of "
+                           f"BLOCK={s['block']} s an interval needs: a longer stretch (TRAFFIC_FOR), a slower "
+                           "TRAFFIC_SPEED, or TRAFFIC_SPEED=rate with a lower RATE")
+    s["interleave"] = blocks * s["block"]
+    s["traffic"] = r
+
+
+def replay_modules():
+    """loadgen/replay.py and traffic.py (numpy), imported only for a replay: the
+    wrk and oha images build plans with a bare Python."""
+    sys.path.insert(0, str(HERE))
+    import replay
+    import traffic
+    return replay, traffic
 
 
 def interleave_settings(env, s):
@@ -488,6 +550,12 @@ def describe(s, phases, route=None, first=1):
     warm = f"{s['warmup']} s warm-up + " if s["warmup"] > 0 else ""
     idle = f"{s['idle']} s idle + " if s["idle"] > 0 else ""
     order = f"order drawn from SEED={s['seed']}, compared paths back to back in alternating order"
+    if s.get("traffic"):
+        from replay import describe as replay_words  # replay_modules() put it on the path
+        kinds = streams(s)
+        each = "" if len(kinds) == 1 else f", once for each of the {len(kinds)} streams (pooled paths, then new-connection)"
+        return (f"{len(phases)} phases, about {clock(length_s(phases))}: {idle}{replay_words(s['traffic'])}{each}"
+                f"{'; each stream after ' + str(s['warmup']) + ' s of its start as a warm-up' if s['warmup'] else ''}")
     if s.get("interleave"):
         rounds = (f", then {s['rounds']} x {len(s['paths'])} paths x {s['duration']} s one at a time for their costs"
                   if s["rounds"] else ", no rounds of one path at a time (ROUNDS=0)")
@@ -540,17 +608,23 @@ def progress(phases, i):
     return f"phase {i + 1}/{len(phases)} {phases[i]['name']}{warm}: about {clock(left)} left"
 
 
-def build(env, catalogue):
-    """The whole plan of a run, as plan.json holds it and both generators run it."""
+def build(env, catalogue, run_dir=None):
+    """The whole plan of a run, as plan.json holds it and both generators run it
+    (TRAFFIC: with the replay's schedule written into run_dir)."""
     testid = read_testid(env)
     s = read_settings(env, catalogue)
     first = first_round(env)
     if first > 1 and "precision" not in s:
         raise SettingError(f"FIRST_ROUND={first}: only for a later batch of a PRECISION run")
     route = routes(catalogue["workloads"], s)
+    if "traffic" in s:
+        replayed(env, s, catalogue, run_dir)
+        route[TRAFFIC_WORKLOAD] = ""  # each request's target is the schedule's
     phases = plan(s, route, first)
     where, direct = urls(catalogue), direct_paths(catalogue)
     for i, p in enumerate(phases):
+        if "traffic" in s:
+            p["traffic"] = s["traffic"]["file"]
         if p["path"] == MIX:  # the interleaved stream: every path's URL
             p["urls"] = {q: where[q] + p["endpoint"] for q in p["paths"]}
         else:
@@ -640,7 +714,8 @@ def main(env=os.environ):
     a bad setting: one line, exit 2."""
     try:
         catalogue = read_catalogue(env)
-        doc = floor_build(env, catalogue) if env.get("MODE") == "floor" else build(env, catalogue)
+        run_dir = Path(setting(env, "RESULTS", str(ROOT / "results"))) / read_testid(env)
+        doc = floor_build(env, catalogue) if env.get("MODE") == "floor" else build(env, catalogue, run_dir)
     except SettingError as e:
         print(f"make: {e}", file=sys.stderr)
         return 2

@@ -19,8 +19,25 @@ export TESTID MODE GENERATOR
 user="$(id -u):$(id -g)"
 dir=results/$TESTID
 
+# make load TRAFFIC=<your access logs, a comma list>: each file read-only into
+# the run's program alone (/traffic/<k>/<its name>), which writes the replay's
+# schedule (loadgen/replay.py); nothing else of a log reaches a container.
+traffic=()
+if [ -n "${TRAFFIC:-}" ]; then
+  inside="" k=0 rest=$TRAFFIC,
+  while [ -n "$rest" ]; do
+    f=${rest%%,*} rest=${rest#*,}
+    [ -n "$f" ] || continue
+    if ! [ -f "$f" ] || ! [ -r "$f" ]; then echo "make: TRAFFIC: $f: no such readable file" >&2; exit 2; fi
+    name=$(basename -- "$f" | tr -c 'A-Za-z0-9._\n-' _)
+    traffic+=(-v "$(realpath -- "$f"):/traffic/$k/$name:ro")
+    inside+=${inside:+,}/traffic/$k/$name k=$((k + 1))
+  done
+  traffic+=(-e "TRAFFIC=$inside")
+fi
+
 drive() {
-  $COMPOSE --profile load run --rm --no-deps --user "$user" drive --run "$TESTID" --results results "$@"
+  $COMPOSE --profile load run --rm --no-deps --user "$user" ${traffic[@]+"${traffic[@]}"} drive --run "$TESTID" --results results "$@"
 }
 
 # Before the first generator: the settings the run ran with (images, limits,
@@ -32,7 +49,7 @@ settle() {
   if [ "$MODE" = floor ]; then
     # make floor: the two echo servers up (healthy: both listeners answer), taken back down whatever happens.
     $COMPOSE --profile floor build floor-near >/dev/null
-    trap '$COMPOSE --profile floor rm -fsv floor-near floor-far >/dev/null 2>&1 || true' EXIT
+    trap '$COMPOSE --profile floor rm -fsv floor-near floor-far >/dev/null 2>&1 || true; rm -f "$dir/replay.tsv"' EXIT
     $COMPOSE --profile floor up -d --no-build --wait floor-near floor-far
   fi
   # APP_LO_NOTRACK=1 (services/notrack): the app as its settings say first
@@ -61,6 +78,9 @@ start() {
 
 $COMPOSE --profile load build openloop wrk >/dev/null
 $COMPOSE --profile report build report >/dev/null
+# The replay's schedule holds your paths (TRAFFIC_SEND=logged): drive.py
+# deletes it when the run is done, this when the run stops before.
+trap 'rm -f "$dir/replay.tsv"' EXIT
 rc=0 settled=
 while :; do
   out=$(drive --last-rc "$rc") || { rmdir "$dir" 2>/dev/null || true; exit 2; }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -48,13 +49,15 @@ type phase struct {
 	URL          string            `json:"url"`
 	URLs         map[string]string `json:"urls"`
 	Progress     string            `json:"progress"`
+	Traffic      string            `json:"traffic"`
 
-	raw map[string]json.RawMessage
+	raw   map[string]json.RawMessage
+	sched *schedule // a replayed log's (Traffic), read with the plan
 }
 
 // Fields of a planned phase that say how to reach it, not what it measured:
 // load.json leaves them out (as load.schema.json says).
-var planOnly = []string{"url", "urls", "progress", "socket"}
+var planOnly = []string{"url", "urls", "progress", "socket", "traffic"}
 
 func (p *phase) UnmarshalJSON(b []byte) error {
 	type plain phase
@@ -88,7 +91,30 @@ func readPlan(name string) (*plan, error) {
 			}
 		}
 	}
-	return &p, p.check(name)
+	if err := p.check(name); err != nil {
+		return nil, err
+	}
+	return &p, p.readSchedules(name)
+}
+
+// readSchedules: each replay phase's schedule, read once per file.
+func (p *plan) readSchedules(name string) error {
+	read := map[string]*schedule{}
+	for i := range p.Phases {
+		ph := &p.Phases[i]
+		if ph.Traffic == "" {
+			continue
+		}
+		if read[ph.Traffic] == nil {
+			s, err := readSchedule(filepath.Join(filepath.Dir(name), filepath.Base(ph.Traffic)))
+			if err != nil {
+				return fmt.Errorf("PLAN %s: phase %s: %w", name, ph.Name, err)
+			}
+			read[ph.Traffic] = s
+		}
+		ph.sched = read[ph.Traffic]
+	}
+	return nil
 }
 
 // check refuses what this generator cannot run: it holds fixed arrival
@@ -113,6 +139,8 @@ func (p *plan) check(name string) error {
 			return fmt.Errorf("PLAN %s: phase %s: an interleaved stream needs paths, their urls and block_s", name, ph.Name)
 		case ph.Path != mix && ph.URL == "":
 			return fmt.Errorf("PLAN %s: phase %s: no url", name, ph.Name)
+		case ph.Traffic != "" && ph.Path != mix:
+			return fmt.Errorf("PLAN %s: phase %s: a replay (traffic) is an interleaved stream's", name, ph.Name)
 		}
 	}
 	return nil
@@ -135,13 +163,22 @@ func (p *plan) total() int {
 	return n
 }
 
-// requests: how many requests the phase's stream holds (all segments).
+// requests: how many requests the phase's stream holds (all segments); a
+// replay's: each cycle due before its end, once per path.
 func (p *plan) requests(ph *phase) int {
+	if ph.sched != nil {
+		return ph.sched.cycles(ph.DurationS) * len(ph.Paths)
+	}
 	return int(float64(p.rateOf(ph)) * ph.DurationS)
 }
 
-// at: when request i of the phase is due, from the phase's start.
+// at: when request i of the phase is due, from the phase's start; in a
+// replay, its cycle's due time and its place in the cycle.
 func (p *plan) at(ph *phase, i int) time.Duration {
+	if s := ph.sched; s != nil {
+		c, k := i/len(ph.Paths), int64(i%len(ph.Paths))
+		return time.Duration(s.due[c]+k*s.spacing[c]) * time.Microsecond
+	}
 	return time.Duration(float64(i) * float64(time.Second) / float64(p.rateOf(ph)))
 }
 
@@ -179,6 +216,19 @@ func (ph *phase) url(path string) string {
 		return ph.URLs[path]
 	}
 	return ph.URL
+}
+
+// request i of the phase: its method and URL (a replay's: the cycle's
+// logged method and target on the path's URL).
+func (ph *phase) request(path string, i int) (method, url string) {
+	if s := ph.sched; s != nil {
+		c := i / len(ph.Paths)
+		if s.head[c] {
+			return http.MethodHead, ph.url(path) + s.target[c]
+		}
+		return http.MethodGet, ph.url(path) + s.target[c]
+	}
+	return http.MethodGet, ph.url(path)
 }
 
 // loadFile: where load.json goes, beside the plan (plan-r5.json: load-r5.json).

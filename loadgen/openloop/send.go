@@ -60,15 +60,16 @@ func (s *sender) phase(ctx context.Context, p *plan, ph *phase, start time.Time,
 			continue
 		}
 		s.inFlight.Add(1)
-		go s.one(ctx, ph.url(path), path, block, due, rec, labels)
+		method, url := ph.request(path, i)
+		go s.one(ctx, method, url, path, block, due, rec, labels)
 	}
 }
 
 // one request: sent now, timed to its last byte, recorded.
-func (s *sender) one(ctx context.Context, url, path string, block int, due time.Time, rec *phaseRecord, labels phaseLabels) {
+func (s *sender) one(ctx context.Context, method, url, path string, block int, due time.Time, rec *phaseRecord, labels phaseLabels) {
 	s.m.inFlight.Inc()
 	defer func() { s.m.inFlight.Dec(); <-s.slots; s.inFlight.Done() }()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
 		return // the plan's URLs are checked before the run starts
 	}

@@ -1,0 +1,146 @@
+package main
+
+// A replayed log (loadgen/replay.py's schedule) against a server that notes
+// every request: each path gets exactly the schedule's requests, in its
+// order, with its methods, at its due times.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type noted struct {
+	method, target string
+	at             time.Time
+}
+
+// noteServer answers 200 at once and notes each request under its path (the
+// URL's first segment), with the rest of the URL as the target.
+type noteServer struct {
+	*httptest.Server
+	mu  sync.Mutex
+	got map[string][]noted
+}
+
+func newNoteServer(t *testing.T) *noteServer {
+	s := &noteServer{got: map[string][]noted{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.RequestURI(), "/"), "/")
+		s.mu.Lock()
+		s.got[path] = append(s.got[path], noted{r.Method, "/" + rest, time.Now()})
+		s.mu.Unlock()
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// replayPlan: a schedule of cycles (a burst of 5 at 2 ms, a gap, then one
+// every 15 ms; every 4th a HEAD) and a plan with a warm-up replaying its
+// first 40 ms and the measured stream replaying it whole over paths a, b, c.
+func replayPlan(t *testing.T, url string) (plan string, due []int64, targets, methods []string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("# uds-lab replay: due_us spacing_us method route target\n")
+	for c := range 30 {
+		d := int64(c) * 2000
+		if c >= 5 {
+			d = 100000 + int64(c-5)*15000
+		}
+		m := "GET"
+		if c%4 == 3 {
+			m = "HEAD"
+		}
+		tg := fmt.Sprintf("/users/%d/orders?page=%d", c, c%3)
+		due, targets, methods = append(due, d), append(targets, tg), append(methods, m)
+		fmt.Fprintf(&b, "%d\t%d\t%s\t%d\t%s\n", d, 500, m, c%2, tg)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "replay.tsv"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	urls := map[string]string{"a": url + "/a", "b": url + "/b", "c": url + "/c"}
+	ph := func(r int, dur float64, at float64) map[string]any {
+		return map[string]any{"name": fmt.Sprintf("traffic__mix__r%d", r), "workload": "traffic", "path": "mix",
+			"round": r, "phase": map[int]string{0: "warmup", 1: "measure"}[r], "endpoint": "",
+			"start_offset_s": at, "duration_s": dur, "paths": []string{"a", "b", "c"}, "block_s": 1, "urls": urls,
+			"progress": "phase", "traffic": "replay.tsv"}
+	}
+	doc := map[string]any{"testid": "t", "urls": map[string]string{}, "gap_s": 0, "idle": nil, "describe": "a replay",
+		"settings": map[string]any{"mode": "rate", "generator": "openloop", "rate": 100, "seed": 7},
+		"phases":   []any{ph(0, 0.04, 0), ph(1, 1, 0.2)}}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan = filepath.Join(dir, "plan.json")
+	if err := os.WriteFile(plan, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return plan, due, targets, methods
+}
+
+func TestReplaySendsTheScheduleToEveryPath(t *testing.T) {
+	srv := newNoteServer(t)
+	plan, due, targets, methods := replayPlan(t, srv.URL)
+	doc, err := runPlan(t, plan, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	phases := doc["phases"].([]any)
+	warm, measured := phases[0].(map[string]any), phases[1].(map[string]any)
+	if num(warm["requests"]) != 5*3 || num(measured["requests"]) != 3*30 {
+		t.Fatalf("requests: warm-up %v (want the 5 cycles due in its 40 ms x 3 paths), stream %v (want 90)",
+			warm["requests"], measured["requests"])
+	}
+	if _, ok := measured["traffic"]; ok {
+		t.Error("load.json names the schedule's file (a plan-only field)")
+	}
+	for _, p := range []string{"a", "b", "c"} {
+		got := srv.got[p]
+		slices.SortFunc(got, func(x, y noted) int { return x.at.Compare(y.at) })
+		if len(got) != 5+30 {
+			t.Fatalf("path %s: %d requests, want 35 (5 warm-up + 30)", p, len(got))
+		}
+		stream := got[5:]
+		start := stream[0].at.Add(-time.Duration(due[0]) * time.Microsecond)
+		for c, g := range stream {
+			if g.target != targets[c] || g.method != methods[c] {
+				t.Fatalf("path %s, cycle %d: %s %s, want %s %s (the schedule's, query kept)", p, c, g.method, g.target,
+					methods[c], targets[c])
+			}
+			// Each cycle's 3 requests go out within its 1.5 ms, in the cycle's order.
+			off := g.at.Sub(start) - time.Duration(due[c])*time.Microsecond
+			if off < -3*time.Millisecond || off > 40*time.Millisecond {
+				t.Errorf("path %s, cycle %d: arrived %v from its due time", p, c, off)
+			}
+		}
+	}
+}
+
+func TestReplayScheduleErrorsNameTheLine(t *testing.T) {
+	for line, want := range map[string]string{
+		"5\t1\tGET\t0\t/x\n3\t1\tGET\t0\t/y\n": "line 3: due_us \"3\"",
+		"0\t0\tGET\t0\t/x\n":                   "line 2: spacing_us",
+		"0\t1\tPOST\t0\t/x\n":                  "line 2: method \"POST\"",
+		"0\t1\tGET\t0\tx\n":                    "line 2: a target",
+		"0\t1\tGET\t0\n":                       "line 2: 4 fields",
+		"":                                     "no request",
+	} {
+		name := filepath.Join(t.TempDir(), "replay.tsv")
+		if err := os.WriteFile(name, []byte("# header\n"+line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readSchedule(name); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want it to say %q", line, err, want)
+		}
+	}
+}
