@@ -19,8 +19,11 @@ at a time; this script starts, kills and stops the app between the steps:
   SIGKILL, start, wait   a stale socket does not block a restart
   pitfalls  the socket pitfalls (docker run in the app's network and PID
             namespaces, as the app's user): each listener's backlog, the
-            client's address over both, the workers' share, the failure
-            envelope at the app's net.core.somaxconn (APP_SOMAXCONN)
+            client's address over both, the workers' share, the pooled
+            path's (the app's idle keep-alive timeout against nginx's
+            upstream keepalive_timeout, read from the lab's nginx template;
+            connections left in CLOSE_WAIT), the failure envelope at the
+            app's net.core.somaxconn (APP_SOMAXCONN)
   drain + docker compose stop   optional: requests in flight answered, exit 0,
             socket removed
   up at somaxconn 16, wait, envelope   the failure envelope at a low backlog:
@@ -38,6 +41,7 @@ is wrong.
 """
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -55,6 +59,16 @@ STOP_COST = "a stop cuts requests in flight; make down waits for SIGKILL"
 OVERLAY = ROOT / "contract" / "somaxconn.yaml"  # the app's net.core.somaxconn
 LOW_SOMAXCONN = 16  # the failure envelope's, low enough to show the socket refusing
 PITFALLS = "socket pitfalls"
+# nginx's config, the one place its upstream keepalive_timeout is set: the
+# idle row judges the app's timeout against it.
+NGINX_TEMPLATE = ROOT / "nginx" / "templates" / "nginx.conf.template"
+NGINX_TIME_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "M": 2592000, "y": 31536000}
+NGINX_DEFAULT_KEEPALIVE_TIMEOUT = "60s"  # nginx's own, where an upstream block sets none
+# CONTRACT_IDLE_WAIT: a Go duration (the checker's syntax), checked before
+# anything starts; the checker (durationSetting) holds it to the same bound.
+GO_DURATION = re.compile(r"(?:(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+")
+GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+IDLE_WAIT_MAX = 600  # seconds
 
 
 class SettingError(Exception):
@@ -74,6 +88,51 @@ def somaxconn_setting(environ, dotenv=None):
     return v
 
 
+def idle_wait_setting(environ):
+    """CONTRACT_IDLE_WAIT ('' for the checker's default, 10 s): how long the
+    idle row waits for the app to close a kept connection."""
+    v = (environ.get("CONTRACT_IDLE_WAIT") or "").strip()
+    if not v:
+        return ""
+    secs = sum(float(n) * GO_UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)", v)) \
+        if GO_DURATION.fullmatch(v) else 0
+    if not 0 < secs <= IDLE_WAIT_MAX:
+        raise SettingError(f'CONTRACT_IDLE_WAIT="{v}": must be a duration such as 65s, above 0 and at most '
+                           f"{IDLE_WAIT_MAX // 60}m (how long the keep-alive row waits for the app to close an idle connection)")
+    return v
+
+
+def nginx_time(value):
+    """An nginx time ("60s", "1m30s", "75" in seconds, "500ms") in seconds."""
+    parts = re.findall(r"(\d+)(ms|s|m|h|d|w|M|y)?", value)
+    if not value or "".join(n + u for n, u in parts) != value:
+        raise ValueError(value)
+    return sum(int(n) * NGINX_TIME_UNITS[u or "s"] for n, u in parts)
+
+
+def nginx_keepalive_timeout(text, source=NGINX_TEMPLATE):
+    """The upstream keepalive_timeout of the pooled upstream {} blocks of an
+    nginx config, in seconds (nginx's default where a block sets none); None
+    if no block pools. The blocks must agree: the row compares the app with
+    one figure."""
+    text = re.sub(r"#[^\n]*", "", text)
+    found = {}
+    # A block's body ends at its "}", not at that of a template's ${VARIABLE}.
+    for name, body in re.findall(r"\bupstream\s+(\S+)\s*\{((?:\$\{[^}]*\}|[^}])*)\}", text):
+        if not re.search(r"(^|[;\s])keepalive\s+\S+\s*;", body):
+            continue
+        values = re.findall(r"(?:^|[;\s])keepalive_timeout\s+([^;\s]+)\s*;", body)
+        raw = values[-1] if values else NGINX_DEFAULT_KEEPALIVE_TIMEOUT
+        try:
+            found[name] = nginx_time(raw)
+        except ValueError:
+            raise SettingError(f"{source}: upstream {name}: keepalive_timeout {raw}: not an nginx time such as 60s")
+    if len(set(found.values())) > 1:
+        raise SettingError(f"{source}: the pooled upstreams' keepalive_timeout differ ("
+                           + ", ".join(f"{n} {v:g} s" for n, v in found.items()) + "): make contract compares the app with one")
+    return next(iter(found.values()), None)
+
+
 def read_dotenv(name):
     r = subprocess.run([str(ROOT / "scripts" / "dotenv.sh"), name], text=True, stdout=subprocess.PIPE,
                        stderr=subprocess.DEVNULL)
@@ -84,12 +143,15 @@ class Lab:
     """docker compose, in the contract's own project. run and popen are
     subprocess's, or a test's stand-ins."""
 
-    def __init__(self, compose, project, run=subprocess.run, popen=subprocess.Popen, sleep=time.sleep, environ=None):
+    def __init__(self, compose, project, run=subprocess.run, popen=subprocess.Popen, sleep=time.sleep, environ=None,
+                 pooled=None):
         self.base = shlex.split(compose) + ["-p", project, "--profile", "contract"]
         self.run, self.popen, self.sleep = run, popen, sleep
         self.environ = dict(os.environ if environ is None else environ)
         self.env = None  # compose's environment: None, this process's
         self.somaxconn = ""
+        # The pooled rows' settings for the pitfalls step (main sets them).
+        self.pooled = dict(pooled or {})
 
     def set_somaxconn(self, value):
         """The app's net.core.somaxconn from its next start: contract/somaxconn.yaml
@@ -128,6 +190,7 @@ class Lab:
         svc = config["services"]["contract"]
         env = {k: v for k, v in (svc.get("environment") or {}).items() if v is not None}
         env["CONTRACT_TCP"] = "127.0.0.1:" + env.get("CONTRACT_TCP", "app:8080").rpartition(":")[2]
+        env.update(self.pooled)
         cmd = ["docker", "run", "--rm", "--network", f"container:{cid}", "--pid", f"container:{cid}",
                "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges:true",
                "--volumes-from", f"{cid}:ro"]
@@ -311,16 +374,31 @@ def render(image, clauses):
     return "\n".join(lines), ok
 
 
+def pooled_settings(environ, template=NGINX_TEMPLATE):
+    """The checker's settings for the pooled rows: nginx's upstream
+    keepalive_timeout from the lab's template, and CONTRACT_IDLE_WAIT."""
+    out = {}
+    timeout = nginx_keepalive_timeout(Path(template).read_text(), template)
+    if timeout is not None:
+        out["CONTRACT_NGINX_KEEPALIVE_TIMEOUT"] = f"{round(timeout * 1000)}ms"
+    wait = idle_wait_setting(environ)
+    if wait:
+        out["CONTRACT_IDLE_WAIT"] = wait
+    return out
+
+
 def main(environ=os.environ, lab=None):
     image = environ.get("APP_IMAGE") or "uds-lab/app:" + (environ.get("LAB_IMAGE_TAG") or read_dotenv("LAB_IMAGE_TAG"))
     try:
         somaxconn = somaxconn_setting(environ)
+        pooled = pooled_settings(environ)
     except SettingError as e:
         print(f"contract: {e}", file=sys.stderr)
         return 2
     lab = lab or Lab(environ.get("COMPOSE", "docker compose"), environ.get("CONTRACT_PROJECT", "uds-lab-contract"),
                      environ=environ)
     lab.set_somaxconn(somaxconn)
+    lab.pooled.update(pooled)
     out = Path(environ.get("CONTRACT_OUT") or ROOT / "results" / "contract.json")
     try:
         clauses = run_contract(lab)

@@ -313,3 +313,41 @@ def test_a_panel_two_missing_metrics_feed_is_listed_once():
     assert text.count("paths / App CPU per request") == 1
     assert ("  paths / App CPU per request  (metric process_cpu_seconds_total: absent; "
             "metric app_process_cpu_seconds_total: absent)") in text
+
+
+def test_nginx_keepalive_timeout_is_read_from_the_config():
+    conf = """
+    # upstream old { keepalive 2; keepalive_timeout 5s; }
+    upstream plain { server ${APP_TCP_UPSTREAM}; }
+    upstream a { server ${APP_TCP_UPSTREAM}; keepalive ${NGINX_UPSTREAM_KEEPALIVE}; keepalive_timeout 1m30s; }
+    upstream b {
+        server unix:${APP_UNIX_SOCKET};
+        keepalive 4;  # keepalive_timeout 3s;
+        keepalive_timeout 90;
+    }
+    """
+    assert ct.nginx_keepalive_timeout(conf) == 90
+    assert ct.nginx_keepalive_timeout("upstream a { server x; keepalive 4; }") == 60, "nginx's default"
+    assert ct.nginx_keepalive_timeout("upstream a { server x; keepalive_timeout 5s; }") is None, "not pooled"
+    assert ct.nginx_keepalive_timeout("upstream a { keepalive 4; keepalive_timeout 500ms; }") == 0.5
+    with pytest.raises(ct.SettingError, match=r"t.conf: the pooled upstreams' keepalive_timeout differ \(a 60 s, b 5 s\)"):
+        ct.nginx_keepalive_timeout("upstream a { keepalive 4; } upstream b { keepalive 4; keepalive_timeout 5s; }", "t.conf")
+    with pytest.raises(ct.SettingError, match="upstream a: keepalive_timeout 5x"):
+        ct.nginx_keepalive_timeout("upstream a { keepalive 4; keepalive_timeout 5x; }")
+    # The lab's own: 60 s (docs/design.md), passed to the pitfalls step.
+    assert ct.pooled_settings({}) == {"CONTRACT_NGINX_KEEPALIVE_TIMEOUT": "60000ms"}
+
+
+def test_contract_idle_wait_is_checked_first_and_reaches_the_pitfalls_step(capsys):
+    for bad in ("abc", "0s", "11m", "-1s", "65"):
+        d = FakeDocker(good_rules())
+        assert ct.main({"CONTRACT_IDLE_WAIT": bad, "APP_SOMAXCONN": ""}, d.lab()) == 2, bad
+        assert f'CONTRACT_IDLE_WAIT="{bad}": must be a duration such as 65s' in capsys.readouterr().err
+        assert d.calls == [], "nothing runs with a bad setting"
+    d = FakeDocker(good_rules())
+    lab = d.lab()
+    lab.pooled.update(ct.pooled_settings({"CONTRACT_IDLE_WAIT": "1m5s"}))
+    ct.run_contract(lab)
+    ns = next(c for c in d.calls if c[:2] == ["docker", "run"] and c[-1] == "pitfalls")
+    for value in ("CONTRACT_IDLE_WAIT=1m5s", "CONTRACT_NGINX_KEEPALIVE_TIMEOUT=60000ms"):
+        assert any(ns[i:i + 2] == ["-e", value] for i in range(len(ns))), (value, ns)

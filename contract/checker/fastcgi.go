@@ -48,32 +48,7 @@ func (t fastcgiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if d, ok := req.Context().Deadline(); ok {
 		_ = conn.SetDeadline(d)
 	}
-	// The request's path as nginx passes it, its prefix (/tcp/) already gone.
-	uri := req.URL.RequestURI()
-	params := [][2]string{
-		{"SCRIPT_FILENAME", t.script},
-		{"PATH_INFO", req.URL.Path},
-		{"REQUEST_URI", uri},
-		{"QUERY_STRING", req.URL.RawQuery},
-		{"REQUEST_METHOD", req.Method},
-		{"CONTENT_TYPE", ""},
-		{"CONTENT_LENGTH", ""},
-		{"SERVER_PROTOCOL", "HTTP/1.1"},
-		{"GATEWAY_INTERFACE", "CGI/1.1"},
-		{"REMOTE_ADDR", remoteAddr(req)},
-		{"SERVER_NAME", req.Host},
-		{"HTTP_HOST", req.Host},
-	}
-	// Request headers as nginx passes them (the pitfalls' X-Real-IP, ...).
-	for k, v := range req.Header {
-		params = append(params, [2]string{"HTTP_" + strings.ToUpper(strings.ReplaceAll(k, "-", "_")), strings.Join(v, ", ")})
-	}
-	var msg []byte
-	msg = appendRecord(msg, fcgiBeginRequest, []byte{0, fcgiResponder, 0, 0, 0, 0, 0, 0}) // flags 0: close after
-	msg = appendRecord(msg, fcgiParams, encodeParams(params))
-	msg = appendRecord(msg, fcgiParams, nil) // end of the parameters
-	msg = appendRecord(msg, fcgiStdin, nil)  // an empty body
-	if _, err := conn.Write(msg); err != nil {
+	if _, err := conn.Write(fcgiRequest(req, t.script, false)); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("FastCGI: sending the request: %w", err)
 	}
@@ -98,6 +73,46 @@ func (t fastcgiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: http.Header(header), Body: readCloser{br, conn}, ContentLength: -1, Request: req,
 	}, nil
+}
+
+// fcgiKeepConn is FCGI_BEGIN_REQUEST's flag that keeps the connection open
+// after the response (nginx's fastcgi_keep_conn on, its pooled paths).
+const fcgiKeepConn = 1
+
+// fcgiRequest is req as nginx sends it to a FastCGI app: the parameters of
+// nginx/templates/pass/fastcgi/params.conf.template and an empty body; keep
+// asks the app to keep the connection for the next request.
+func fcgiRequest(req *http.Request, script string, keep bool) []byte {
+	// The request's path as nginx passes it, its prefix (/tcp/) already gone.
+	uri := req.URL.RequestURI()
+	params := [][2]string{
+		{"SCRIPT_FILENAME", script},
+		{"PATH_INFO", req.URL.Path},
+		{"REQUEST_URI", uri},
+		{"QUERY_STRING", req.URL.RawQuery},
+		{"REQUEST_METHOD", req.Method},
+		{"CONTENT_TYPE", ""},
+		{"CONTENT_LENGTH", ""},
+		{"SERVER_PROTOCOL", "HTTP/1.1"},
+		{"GATEWAY_INTERFACE", "CGI/1.1"},
+		{"REMOTE_ADDR", remoteAddr(req)},
+		{"SERVER_NAME", req.Host},
+		{"HTTP_HOST", req.Host},
+	}
+	// Request headers as nginx passes them (the pitfalls' X-Real-IP, ...).
+	for k, v := range req.Header {
+		params = append(params, [2]string{"HTTP_" + strings.ToUpper(strings.ReplaceAll(k, "-", "_")), strings.Join(v, ", ")})
+	}
+	var msg []byte
+	var flags byte // 0: the app closes the connection after the response
+	if keep {
+		flags = fcgiKeepConn
+	}
+	msg = appendRecord(msg, fcgiBeginRequest, []byte{0, fcgiResponder, flags, 0, 0, 0, 0, 0})
+	msg = appendRecord(msg, fcgiParams, encodeParams(params))
+	msg = appendRecord(msg, fcgiParams, nil) // end of the parameters
+	msg = appendRecord(msg, fcgiStdin, nil)  // an empty body
+	return msg
 }
 
 type readCloser struct {

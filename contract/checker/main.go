@@ -44,14 +44,21 @@ type Config struct {
 	Protocol   string            // APP_PROTOCOL: http, or fastcgi (PHP-FPM), as nginx speaks to the app
 	Script     string            // APP_FASTCGI_SCRIPT: the front controller a FastCGI request names
 	Params     map[string]string // CPU_ITERATIONS, SLEEP_MS, ENDPOINT as make load has them
+	// The pooled path's pitfalls (pooled.go): how long the idle row waits for
+	// the app to close a kept connection (CONTRACT_IDLE_WAIT), and nginx's
+	// upstream keepalive_timeout it is judged against
+	// (CONTRACT_NGINX_KEEPALIVE_TIMEOUT, which contract.py reads from the
+	// lab's nginx template; 0: not given, the row is not judged).
+	IdleWait       time.Duration
+	NginxKeepalive time.Duration
 }
 
 // endpoint is the route the lab asks whether the app serves: ENDPOINT, the
 // custom workload's (make contract ENDPOINT=/a/route/of/yours).
 func (c Config) endpoint() string { return c.Params["ENDPOINT"] }
 
-func loadConfig(getenv func(string) string) (Config, error) {
-	c := Config{
+func loadConfig(getenv func(string) string) (c Config, err error) {
+	c = Config{
 		TCP:        or(getenv("CONTRACT_TCP"), "app:8080"),
 		Socket:     or(getenv("CONTRACT_SOCKET"), "/sock/app.sock"),
 		Dashboards: or(getenv("CONTRACT_DASHBOARDS"), "/dashboards"),
@@ -77,6 +84,12 @@ func loadConfig(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("CONTRACT_WAIT=%q: want a positive duration such as 30s", v)
 		}
 		c.Wait = d
+	}
+	if c.IdleWait, err = durationSetting(getenv, "CONTRACT_IDLE_WAIT", idleWaitDefault, 10*time.Minute); err != nil {
+		return c, err
+	}
+	if c.NginxKeepalive, err = durationSetting(getenv, "CONTRACT_NGINX_KEEPALIVE_TIMEOUT", 0, 24*time.Hour); err != nil {
+		return c, err
 	}
 	// The workloads' parameters, as make load's plan (loadgen/plan.py) reads them.
 	for _, k := range []string{"CPU_ITERATIONS", "SLEEP_MS", "ENDPOINT"} {

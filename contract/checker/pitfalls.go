@@ -23,7 +23,8 @@ import (
 // `ss -xlp` would). Each row says what was measured and, where it fails, the
 // fix in a line. None of them is required: the lab runs either way.
 //
-//	contract pitfalls   backlog, client address, workers' share, envelope
+//	contract pitfalls   backlog, client address, workers' share, the pooled
+//	                    path's keep-alive timeout and CLOSE_WAIT, envelope
 //	contract envelope   the envelope alone (contract.py restarts the app
 //	                    with a low net.core.somaxconn first, to show it)
 
@@ -74,11 +75,15 @@ func (c *Clause) judge(status, why, fix string) {
 	}
 }
 
-// pitfalls runs every row, the envelope at the app's own backlog last.
+// pitfalls runs every row, the envelope at the app's own backlog last. The
+// pooled rows (pooled.go) come after the workers' share, which counts the
+// app's open connections.
 func pitfalls(cfg Config, a *app, emit func(Clause)) {
 	emit(backlogClause(cfg))
 	emit(clientClause(a))
 	emit(spreadClause(cfg, a))
+	emit(idleClause(cfg, a))
+	emit(closeWaitClause(cfg, a))
 	emit(envelopeClause(cfg, a, false))
 }
 

@@ -19,11 +19,14 @@ const (
 	netlinkSockDiag   = 4 // NETLINK_SOCK_DIAG
 	sockDiagByFamily  = 20
 	tcpEstablished    = 1
+	tcpCloseWait      = 8
 	tcpListen         = 10
 	udiagShowName     = 0x01
 	udiagShowRQLen    = 0x10
 	unixDiagName      = 0
 	unixDiagRQLen     = 4
+	unixDiagShutdown  = 6 // sent for every socket: its sk_shutdown
+	rcvShutdown       = 1 // in it: the peer closed or shut down its writing side
 	inetDiagReqV2Size = 56
 	inetDiagMsgSize   = 72
 	unixDiagReqSize   = 24
@@ -39,6 +42,10 @@ type diagSocket struct {
 	Inode   uint64 // 0 for a connection still in an accept queue (no file yet)
 	Queue   uint32 // listening: connections waiting to be accepted
 	Backlog uint32 // listening: how many may wait
+	// unix: the socket's shutdown bits; rcvShutdown on an accepted socket
+	// means the client has gone and the app has not closed its side yet
+	// (what CLOSE_WAIT is for TCP: a Unix socket has no such state).
+	Shutdown uint8
 }
 
 // diagDump asks sock_diag for the sockets of one family in the given states.
@@ -139,6 +146,10 @@ func unixSockets(states ...int) ([]diagSocket, error) {
 			switch typ {
 			case unixDiagName:
 				s.Path = strings.TrimRight(string(data), "\x00")
+			case unixDiagShutdown:
+				if len(data) >= 1 {
+					s.Shutdown = data[0]
+				}
 			case unixDiagRQLen:
 				if len(data) >= 8 && s.State == tcpListen {
 					s.Queue, s.Backlog = binary.NativeEndian.Uint32(data), binary.NativeEndian.Uint32(data[4:])

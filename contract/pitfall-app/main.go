@@ -8,7 +8,13 @@
 //   - GET /client takes X-Real-IP over TCP only: over the socket it answers
 //     the peer, which has no address (the proxy header dropped);
 //   - PITFALL_WORKERS (3) worker processes share the listeners, and only the
-//     first ever accepts (one worker taking every connection).
+//     first ever accepts (one worker taking every connection);
+//   - kept connections left idle PITFALL_IDLE_TIMEOUT (1s; 0: never) are
+//     closed, far sooner than nginx's upstream keepalive_timeout (60 s);
+//   - with PITFALL_CLOSE_WAIT (true), a connection whose client closed
+//     first is never closed on the app's side (TCP's CLOSE_WAIT; on the
+//     socket, an accepted socket whose peer has gone), as a threaded server
+//     that never closes its socket on end of file.
 //
 // The same variables as the lab's app set the listeners (APP_TCP_ADDR,
 // APP_UNIX_SOCKET, APP_SOCKET_MODE, APP_SOCKET_GID).
@@ -19,12 +25,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -37,16 +46,33 @@ func main() {
 }
 
 type config struct {
-	port    int         // of APP_TCP_ADDR
-	socket  string      // APP_UNIX_SOCKET
-	mode    os.FileMode // APP_SOCKET_MODE
-	gid     int         // APP_SOCKET_GID, -1 keeps the process's
-	backlog int         // PITFALL_BACKLOG
-	workers int         // PITFALL_WORKERS
+	port    int           // of APP_TCP_ADDR
+	socket  string        // APP_UNIX_SOCKET
+	mode    os.FileMode   // APP_SOCKET_MODE
+	gid     int           // APP_SOCKET_GID, -1 keeps the process's
+	backlog int           // PITFALL_BACKLOG
+	workers int           // PITFALL_WORKERS
+	idle    time.Duration // PITFALL_IDLE_TIMEOUT, 0: idle connections are kept
+	leak    bool          // PITFALL_CLOSE_WAIT
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
-	c := config{port: 8080, socket: "/sock/app.sock", mode: 0o660, gid: -1, backlog: 1, workers: 3}
+	c := config{port: 8080, socket: "/sock/app.sock", mode: 0o660, gid: -1, backlog: 1, workers: 3,
+		idle: time.Second, leak: true}
+	if v := getenv("PITFALL_IDLE_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("PITFALL_IDLE_TIMEOUT=%q: want a duration such as 1s, or 0 for none", v)
+		}
+		c.idle = d
+	}
+	if v := getenv("PITFALL_CLOSE_WAIT"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("PITFALL_CLOSE_WAIT=%q: want true or false", v)
+		}
+		c.leak = b
+	}
 	if v := getenv("APP_TCP_ADDR"); v != "" {
 		_, p, err := net.SplitHostPort(v)
 		n, perr := strconv.Atoi(p)
@@ -87,7 +113,7 @@ func run(args []string, getenv func(string) string) error {
 		return err
 	}
 	if v := getenv("PITFALL_WORKER"); v != "" {
-		return worker(v == "0")
+		return worker(v == "0", cfg)
 	}
 	tcp, err := listen(syscall.AF_INET6, &syscall.SockaddrInet6{Port: cfg.port}, cfg.backlog)
 	if err != nil {
@@ -120,8 +146,8 @@ func run(args []string, getenv func(string) string) error {
 		}
 		procs = append(procs, cmd)
 	}
-	fmt.Printf("pitfall-app: %d workers on tcp :%d and unix %s, backlog %d; only the first accepts\n",
-		cfg.workers, cfg.port, cfg.socket, cfg.backlog)
+	fmt.Printf("pitfall-app: %d workers on tcp :%d and unix %s, backlog %d; only the first accepts; idle timeout %s; never closes after its client: %v\n",
+		cfg.workers, cfg.port, cfg.socket, cfg.backlog, cfg.idle, cfg.leak)
 	died := make(chan error, len(procs))
 	for _, p := range procs {
 		go func() { died <- p.Wait() }()
@@ -181,7 +207,7 @@ func removeStale(path string) error {
 
 // worker serves on the inherited listeners if it is the first; the others
 // hold them and never accept.
-func worker(first bool) error {
+func worker(first bool, cfg config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if !first {
@@ -194,7 +220,11 @@ func worker(first bool) error {
 		if err != nil {
 			return err
 		}
-		srv := &http.Server{Handler: handler(i == 1), ReadHeaderTimeout: 10 * time.Second}
+		if cfg.leak {
+			l = leakyListener{l}
+		}
+		// IdleTimeout 0 would fall back to ReadTimeout, unset: no timeout.
+		srv := &http.Server{Handler: handler(i == 1), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.idle}
 		servers = append(servers, srv)
 		go func() { _ = srv.Serve(l) }()
 	}
@@ -206,6 +236,49 @@ func worker(first bool) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// leakyListener's connections are never closed once their client has closed
+// first (a read saw end of file): the app's side stays, in CLOSE_WAIT over
+// TCP. A connection the app closes first (its idle timeout) closes.
+type leakyListener struct{ net.Listener }
+
+func (l leakyListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &leakyConn{Conn: c}, nil
+}
+
+type leakyConn struct {
+	net.Conn
+	clientGone atomic.Bool
+}
+
+// leaked holds what the app never closes, so that the garbage collector
+// (which closes a lost descriptor) does not close it either.
+var leaked struct {
+	sync.Mutex
+	conns []net.Conn
+}
+
+func (c *leakyConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if errors.Is(err, io.EOF) {
+		c.clientGone.Store(true)
+	}
+	return n, err
+}
+
+func (c *leakyConn) Close() error {
+	if !c.clientGone.Load() {
+		return c.Conn.Close()
+	}
+	leaked.Lock()
+	leaked.conns = append(leaked.conns, c.Conn)
+	leaked.Unlock()
 	return nil
 }
 
