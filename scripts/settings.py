@@ -324,8 +324,9 @@ def chart_value(s):
 def yaml_scalar(v):
     if isinstance(v, int):
         return str(v)
-    plain = re.fullmatch(r"[A-Za-z/][A-Za-z0-9_./:@-]*", v) and v.lower() not in (
-        "true", "false", "yes", "no", "on", "off", "null", "y", "n")
+    plain = re.fullmatch(r"[A-Za-z0-9/][A-Za-z0-9_./:@-]*", v) and re.search("[A-Za-z]", v) and \
+        not re.fullmatch(r"[0-9.]+[eE][-+]?[0-9]+|0[xXoO].*", v) and \
+        v.lower() not in ("true", "false", "yes", "no", "on", "off", "null", "y", "n")
     return v if plain else json.dumps(v)
 
 
@@ -382,7 +383,7 @@ def fill_schema(text, t, path):
     return dump_json(schema) + "\n"
 
 
-def dump_json(v, indent=0, width=110):
+def dump_json(v, indent=0, width=140):
     """JSON with a small object or list on one line, as values.schema.json was written."""
     one = json.dumps(v, ensure_ascii=False)
     if not isinstance(v, (dict, list)) or not v or indent + len(one) <= width and indent >= 4:
@@ -452,6 +453,11 @@ def outputs(t):
         ".env": write_env(t),
         "docs/configuration.md": fill(read("docs/configuration.md"), "docs/configuration.md", tables, "the tables"),
         "compose.yaml": fill(read("compose.yaml"), "compose.yaml", compose_regions(t), "settings' compose lists"),
+        "k8s/uds-lab/values.yaml": fill(read("k8s/uds-lab/values.yaml"), "k8s/uds-lab/values.yaml",
+                                        values_regions(t), "the parents of settings' chart keys"),
+        "k8s/uds-lab/values.schema.json": fill_schema(read("k8s/uds-lab/values.schema.json"), t,
+                                                      "k8s/uds-lab/values.schema.json"),
+        "k8s/uds-lab/templates/_settings.tpl": settings_tpl(t),
     }
 
 

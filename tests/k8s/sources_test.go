@@ -151,61 +151,9 @@ func TestChartCarriesTheLabsFiles(t *testing.T) {
 	}
 }
 
-// values.yaml's defaults are .env's: the images' exact tags, the app's user,
-// group and socket mode, nginx's settings, Prometheus's user, the run's
-// settings, and the limits (compose's 256m is Kubernetes' 256Mi).
-func TestValuesAgreeWithEnv(t *testing.T) {
-	env := lab.Env(t)
-	b, err := os.ReadFile(filepath.Join(chartDir(t), "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var values map[string]any
-	if err := yaml.Unmarshal(b, &values); err != nil {
-		t.Fatal(err)
-	}
-	get := func(dotted string) string {
-		var v any = values
-		for _, k := range strings.Split(dotted, ".") {
-			m, _ := v.(map[string]any)
-			v = m[k]
-		}
-		if v == nil {
-			return "<unset>"
-		}
-		s, _ := yaml.Marshal(v)
-		return strings.Trim(strings.TrimSpace(string(s)), `"'`)
-	}
-	mem := func(docker string) string { // 256m -> 256Mi, 2g -> 2Gi
-		n := len(docker) - 1
-		return docker[:n] + strings.ToUpper(docker[n:]) + "i"
-	}
-	for key, want := range map[string]string{
-		"images.nginx": env["NGINX_IMAGE"], "images.prometheus": env["PROMETHEUS_IMAGE"],
-		"images.nginxExporter": env["NGINX_EXPORTER_IMAGE"], "images.python": env["PYTHON_IMAGE"],
-		"images.nodeExporter": env["NODE_EXPORTER_IMAGE"],
-		"app.protocol":        env["APP_PROTOCOL"], "app.fastcgiScript": env["APP_FASTCGI_SCRIPT"],
-		"app.uid": env["APP_UID"], "app.gid": env["APP_GID"], "app.socketMode": env["APP_SOCKET_MODE"],
-		"app.downloadSize":         env["APP_DOWNLOAD_SIZE"],
-		"app.resources.limits.cpu": env["APP_CPUS"], "app.resources.limits.memory": mem(env["APP_MEMORY"]),
-		"nginx.workerProcesses": env["NGINX_WORKER_PROCESSES"], "nginx.workerConnections": env["NGINX_WORKER_CONNECTIONS"],
-		"nginx.maxInFlight": env["NGINX_MAX_IN_FLIGHT"], "nginx.upstreamKeepalive": env["NGINX_UPSTREAM_KEEPALIVE"],
-		"nginx.accessLog": env["NGINX_ACCESS_LOG"], "nginx.resources.limits.cpu": env["NGINX_CPUS"],
-		"nginx.resources.limits.memory": mem(env["NGINX_MEMORY"]),
-		"prometheus.user":               env["PROMETHEUS_USER"], "prometheus.resources.limits.memory": mem(env["MONITORING_MEMORY"]),
-		"load.scenario": env["SCENARIO"], "load.rate": env["RATE"], "load.connections": env["CONNECTIONS"], "load.interleave": env["INTERLEAVE"],
-		"load.block": env["BLOCK"], "load.duration": env["DURATION"], "load.rounds": env["ROUNDS"],
-		"load.warmup": env["WARMUP"], "load.idle": env["IDLE"], "load.endpoint": env["ENDPOINT"],
-		"load.cpuIterations": env["CPU_ITERATIONS"], "load.sleepMs": env["SLEEP_MS"],
-		"load.resources.limits.cpu": env["LOADGEN_CPUS"], "load.resources.limits.memory": mem(env["LOADGEN_MEMORY"]),
-	} {
-		if want == "" {
-			t.Errorf(".env has no value for what values.yaml's %s mirrors", key)
-		} else if got := get(key); got != want {
-			t.Errorf("values.yaml %s = %q; .env says %q", key, got, want)
-		}
-	}
-	// The chart's appVersion is the nginx it runs.
+// The chart's appVersion is the nginx it runs (values.yaml's images, like
+// .env, are written from settings.toml: make settings).
+func TestChartAppVersionIsNginx(t *testing.T) {
 	cb, err := os.ReadFile(filepath.Join(chartDir(t), "Chart.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -216,8 +164,9 @@ func TestValuesAgreeWithEnv(t *testing.T) {
 	if err := yaml.Unmarshal(cb, &chart); err != nil {
 		t.Fatal(err)
 	}
-	if _, tag, _ := strings.Cut(env["NGINX_IMAGE"], ":"); chart.AppVersion != tag {
-		t.Errorf("Chart.yaml appVersion %q; .env's NGINX_IMAGE is %s", chart.AppVersion, env["NGINX_IMAGE"])
+	image := lab.Env(t)["NGINX_IMAGE"]
+	if _, tag, _ := strings.Cut(image, ":"); chart.AppVersion != tag {
+		t.Errorf("Chart.yaml appVersion %q; .env's NGINX_IMAGE is %s", chart.AppVersion, image)
 	}
 }
 
@@ -374,44 +323,6 @@ func writeFile(t *testing.T, path, text string) {
 	}
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// What the containers get is .env's: every variable of the app's, both
-// nginx's and the plan's environment that .env also sets has .env's value
-// (PATHS aside: the chart drives the paths that exist on Kubernetes; SEED
-// too: unset, the chart makes it the run id's hash, so that every generator
-// pod of the Job draws the same plan; GENERATOR: .env leaves it to each
-// command, the Job names its own).
-func TestRenderedEnvIsEnvs(t *testing.T) {
-	env := lab.Env(t)
-	m := parse(t, render(t, []string{"load.enabled=true", "load.testid=t1"}))
-	check := func(where string, c *Container) {
-		if c == nil {
-			t.Fatalf("%s: no such container", where)
-		}
-		n := 0
-		for k, v := range c.EnvMap() {
-			want, ok := env[k]
-			if !ok || k == "PATHS" || k == "SEED" || k == "GENERATOR" {
-				continue
-			}
-			n++
-			if v != want {
-				t.Errorf("%s: %s=%q; .env has %q", where, k, v, want)
-			}
-		}
-		if n == 0 {
-			t.Errorf("%s: no variable of .env in its environment", where)
-		}
-	}
-	app := &m.must(t, "Deployment", named("app")).Spec.Template.Spec
-	check("app/app", app.Container("app"))
-	check("app/nginx", app.Container("nginx"))
-	check("nginx/nginx", m.must(t, "Deployment", named("nginx")).Spec.Template.Spec.Container("nginx"))
-	check("openloop-t1/plan", m.must(t, "Job", named("openloop-t1")).Spec.Template.Spec.Container("plan"))
-	if got, want := app.Container("app").EnvMap()["APP_SOCKET_GID"], env["APP_GID"]; got != want {
-		t.Errorf("APP_SOCKET_GID=%q; .env's APP_GID is %q", got, want)
 	}
 }
 

@@ -115,11 +115,8 @@ entrypoint renders /etc/nginx/templates/*.template with it):
 (dict "root" $ "port" 8080 "status" 8081 "suffix" "" "upstream" "lab-app:8080")
 */}}
 {{- define "uds-lab.nginxEnv" -}}
-{{- $v := .root.Values -}}
 - name: NGINX_ENVSUBST_OUTPUT_DIR
   value: /tmp
-- name: NGINX_WORKER_PROCESSES
-  value: {{ include "uds-lab.str" $v.nginx.workerProcesses | quote }}
 - name: NGINX_RUN_DIR
   value: /tmp
 - name: NGINX_LISTEN_PORT
@@ -132,18 +129,7 @@ entrypoint renders /etc/nginx/templates/*.template with it):
   value: {{ .upstream | quote }}
 - name: APP_UNIX_SOCKET
   value: {{ include "uds-lab.socket" .root }}
-- name: APP_PROTOCOL
-  value: {{ $v.app.protocol | quote }}
-- name: APP_FASTCGI_SCRIPT
-  value: {{ $v.app.fastcgiScript | quote }}
-- name: NGINX_UPSTREAM_KEEPALIVE
-  value: {{ include "uds-lab.str" $v.nginx.upstreamKeepalive | quote }}
-- name: NGINX_ACCESS_LOG
-  value: {{ $v.nginx.accessLog | quote }}
-- name: NGINX_WORKER_CONNECTIONS
-  value: {{ include "uds-lab.str" $v.nginx.workerConnections | quote }}
-- name: NGINX_MAX_IN_FLIGHT
-  value: {{ include "uds-lab.str" $v.nginx.maxInFlight | quote }}
+{{ include "uds-lab.settingsEnv.nginx" .root }}
 {{- end }}
 
 {{/*
