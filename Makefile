@@ -89,9 +89,15 @@ endef
 # starts what the run's program, loadgen/drive.py, names.
 # The generators say how long the plan runs before it starts, and which
 # phase it is in as each one starts (both from loadgen/plan.py).
-run_plan = rc=0; COMPOSE="$(COMPOSE)" TESTID=$(TESTID) MODE=$(1) GENERATOR=$(2) PRECISION="$(call env,PRECISION)" \
-	SWEEP="$(call env,SWEEP)" SWEEP_RATES="$(call env,SWEEP_RATES)" SWEEP_TO="$(call env,SWEEP_TO)" \
-	APP_LO_NOTRACK="$(call env,APP_LO_NOTRACK)" \
+# make gives run.sh the run's id, mode and generator, and the settings it
+# reads on the host itself (settings.toml's run_sh), each from your shell or
+# make's command line, else .env, in single quotes; compose reads the others.
+# >>> settings.toml: run.sh (make settings writes it)
+RUN_SH_SETTINGS := APP_LO_NOTRACK
+# <<< settings.toml: run.sh
+quote = '$(subst ','\'',$(1))'
+run_plan = rc=0; COMPOSE="$(COMPOSE)" TESTID=$(TESTID) MODE=$(1) GENERATOR=$(2) \
+	$(foreach s,$(RUN_SH_SETTINGS),$(s)=$(call quote,$(call env,$(s)))) \
 	loadgen/run.sh || rc=$$?; $(loaded); exit $$rc
 
 .PHONY: load

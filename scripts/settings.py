@@ -453,6 +453,7 @@ def outputs(t):
         ".env": write_env(t),
         "docs/configuration.md": fill(read("docs/configuration.md"), "docs/configuration.md", tables, "the tables"),
         "compose.yaml": fill(read("compose.yaml"), "compose.yaml", compose_regions(t), "settings' compose lists"),
+        "Makefile": fill(read("Makefile"), "Makefile", makefile_regions(t), "the settings run.sh reads"),
         "k8s/uds-lab/values.yaml": fill(read("k8s/uds-lab/values.yaml"), "k8s/uds-lab/values.yaml",
                                         values_regions(t), "the parents of settings' chart keys"),
         "k8s/uds-lab/values.schema.json": fill_schema(read("k8s/uds-lab/values.schema.json"), t,
