@@ -4,6 +4,7 @@ differences), and the answer in plain words: the terms the catalogue marks
 `answer`, judged together (Holm), with the controls beside them."""
 import math
 
+import numpy as np
 from scipy import stats as sps
 
 from report import interleaved
@@ -309,8 +310,16 @@ def failed_phrase(t, failed):
 # one users set; the report's command line passes it): a difference smaller
 # than this share of TCP's median is "no difference".
 DEFAULT_MARGIN_PCT = 2.0
-# The longest stream (seconds) or the most rounds a "not sure yet" names.
+# The longest stream (seconds) and the most rounds a "not sure yet" names.
 MOST_TO_DECIDE = 3600
+MOST_ROUNDS_TO_DECIDE = 100
+# The chance with which the length a "not sure yet" names must decide
+# (report/test_calibration_projection.py holds it to that).
+POWER = 0.8
+# The fewest degrees of freedom a projection is made from: with 2 (20 blocks,
+# 3 rounds) the measured spread itself is too uncertain to say how long
+# would decide.
+MIN_DOF_TO_PROJECT = 3
 
 
 def dof_of(d, n=None):
@@ -329,18 +338,58 @@ def half_width(d, n=None, k=1):
     return sps.t.ppf(1 - ALPHA / (2 * k), dof_of(d, n)) * se * math.sqrt(d["rounds"] / n)
 
 
+def chance_to_decide(d, n, margin, k, grid=32):
+    """The chance that a new run of n values (usable blocks or rounds) decides
+    d's comparison (its interval at 1 - ALPHA/k excludes 0, or lies inside
+    ±margin) if the true difference is the one measured: its mean normal
+    about that, its standard error this run's scaled to n but itself
+    uncertain as this run measured it (true variance s² ν₀ / χ²(ν₀)), and the
+    new run's own estimate of it a χ²(ν)/ν draw on n's degrees of freedom,
+    independent of its mean (exactly so for normal values). A grid of
+    quantiles over both spreads; the mean's chance in closed form: the run
+    stays undecided only where margin - h <= |mean| <= h."""
+    q = (np.arange(grid) + 0.5) / grid
+    nu0, nu = dof_of(d), dof_of(d, n)
+    se_now = half_width(d) / sps.t.ppf(1 - ALPHA / 2, nu0)
+    s = (se_now * math.sqrt(d["rounds"] / n) * np.sqrt(nu0 / sps.chi2.ppf(q, nu0)))[:, None]
+    h = sps.t.ppf(1 - ALPHA / (2 * k), nu) * s * np.sqrt(sps.chi2.ppf(q, nu) / nu)[None, :]
+    m, lo = abs(d["mean"]), np.maximum(margin - h, 0.0)
+    undecided = (sps.norm.cdf((h - m) / s) - sps.norm.cdf((lo - m) / s)
+                 + sps.norm.cdf((-lo - m) / s) - sps.norm.cdf((-h - m) / s))
+    return float(1 - np.where(h > lo, undecided, 0.0).mean())
+
+
 def to_decide(d, margin, k):
-    """How many values in all (blocks or rounds) would likely decide a
-    difference that is neither measurable nor inside ±margin (its units): the
-    fewest at which an interval of this spread would exclude 0 or fit inside
-    the margin; None beyond MOST_TO_DECIDE."""
-    m = abs(d["mean"])
-    most = MOST_TO_DECIDE // (d.get("block_s") or 1) if d.get("blocks") else 100
-    for n in range(d["rounds"] + 1, max(most, d["rounds"] + 1) + 1):
-        h = half_width(d, n, k)  # at the level of the comparisons judged together (Bonferroni, as Holm's first)
-        if h < m or (m < margin and h < margin - m):
-            return n
-    return None
+    """How many values in all (usable blocks or rounds) would decide a
+    difference that is neither measurable nor inside ±margin (its units)
+    with chance POWER if the true difference is the one measured
+    (chance_to_decide); None where its degrees of freedom are under
+    MIN_DOF_TO_PROJECT or beyond MOST_TO_DECIDE (MOST_ROUNDS_TO_DECIDE)."""
+    if dof_of(d) < MIN_DOF_TO_PROJECT:
+        return None
+    n0 = d["rounds"]
+    most = max(n0 + 1, MOST_TO_DECIDE // (d.get("block_s") or 1) if d.get("blocks") else MOST_ROUNDS_TO_DECIDE)
+    decides = lambda n: chance_to_decide(d, n, margin, k) >= POWER  # noqa: E731
+    lo, hi = n0, n0 + 1
+    while not decides(hi):  # doubling, then halving: the chance grows with n
+        if hi >= most:
+            return None
+        lo, hi = hi, min(most, n0 + 2 * (hi - n0))
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if decides(mid) else (mid, hi)
+    return hi
+
+
+def projected(d, n):
+    """(length, more) of a run whose usable values number n: blocks or
+    rounds lost in this run (d["dropped"]) are lost as often in it, so the
+    length is n over this run's usable share (a stream's in seconds,
+    INTERLEAVE; else rounds, ROUNDS), more what it adds to this run's."""
+    had = d["rounds"] + (d.get("dropped") or 0)
+    total = math.ceil(n * had / d["rounds"] - 1e-9)
+    step = (d.get("block_s") or 1) if d.get("blocks") else 1
+    return total * step, (total - had) * step
 
 
 def inside_margin(d, margin, k):
@@ -356,7 +405,7 @@ def three_way(d, margin_pct, k):
     interval inside the margin: inside_margin()), or "unsure"; with the
     margin in µs, inside_margin (a difference inside the margin is both
     "differs" and inside it: the verdict says both) and, when unsure, how
-    many values in all would likely decide."""
+    many values in all would decide with chance POWER (to_decide)."""
     margin = margin_pct / 100 * abs(d.get("a_mean") or 0)
     inside = inside_margin(d, margin, k)
     if measurable(d) and not lost_to_holm(d) and not judged_together(d):
@@ -394,6 +443,26 @@ def answer(w, phases, settings, terms=None, unpooled=None, route=None, failed=No
     if parts["controls"]:
         out += " " + "; ".join(n[0].upper() + n[1:] for n in parts["controls"]) + "."
     return out + parts["note"]
+
+
+def projection_words(d, more):
+    """How much longer a run would decide a "not sure yet" (to_decide()'s
+    usable values, more), in words: in seconds of stream (INTERLEAVE) or
+    rounds (ROUNDS), counting the blocks or rounds this run lost; or why
+    none is said."""
+    over = "blocks" if d.get("blocks") else "rounds"
+    if dof_of(d) < MIN_DOF_TO_PROJECT:
+        return (f"{d['rounds']} usable {over} ({dof_of(d)} degrees of freedom) are too few to say how much longer "
+                f"would decide")
+    length, extra = projected(d, more) if more else (None, None)
+    chance = f"would decide {POWER * 10:.0f} times in 10 if the true difference is the one measured"
+    if d.get("blocks"):
+        if length is None or length > MOST_TO_DECIDE:
+            return f"more than {MOST_TO_DECIDE // 60} minutes of stream would be needed to decide"
+        return f"a stream of {length:,} s (INTERLEAVE={length}, {extra:,} s more) {chance}"
+    if length is None:
+        return f"more than {MOST_ROUNDS_TO_DECIDE} rounds would be needed to decide"
+    return f"{length} rounds (ROUNDS={length}, {extra} more) {chance}"
 
 
 def answer_parts(w, phases, settings, terms=None, unpooled=None, route=None, failed=None, margin_pct=DEFAULT_MARGIN_PCT):
@@ -439,10 +508,10 @@ def answer_row(t, term, k, margin_pct, unpooled, failed):
         return {**row, "words": failed_words(t, failed), "phrase": None}
     if d is None:
         if term.get("blocks_short"):
-            row["phrase"] = (f"was not judged against {t['against']} ({pair}): too few blocks with a median on both "
-                             f"paths (at least {interleaved.MIN_BLOCKS} of {interleaved.MIN_BLOCK_REQUESTS} "
-                             "successful requests each)")
-            row["words"] = "not judged: too few blocks with a median on both paths"
+            short = (f"fewer than {interleaved.MIN_BLOCKS} blocks in which both paths had a median (each from "
+                     f"{interleaved.MIN_BLOCK_REQUESTS} or more successful requests)")
+            row["phrase"] = f"was not judged against {t['against']} ({pair}): {short}"
+            row["words"] = f"not judged: {short}"
         return {**row, "words": row.get("words") or "not measured"}
     row.update({"saved_us": d["mean"], "share": d.get("relative"), "lo": d.get("lo"), "hi": d.get("hi"),
                 "blocks": d.get("blocks"), "rounds": d["rounds"]})
@@ -466,16 +535,7 @@ def answer_row(t, term, k, margin_pct, unpooled, failed):
         return row
     if v["verdict"] == "unsure":
         alone = " alone" if lost_to_holm(d) or judged_together(d) else ""
-        more = v["to_decide"]
-        if more is None:
-            decide = f"more than {MOST_TO_DECIDE // 60} minutes of stream would be needed to decide"
-        elif d.get("blocks"):
-            secs = (more - d["rounds"]) * d["block_s"]
-            decide = (f"about {secs:,} more second{'s' if secs > 1 else ''} would likely decide "
-                      f"(INTERLEAVE={more * d['block_s']})")
-        else:
-            extra = more - d["rounds"]
-            decide = f"about {extra} more round{'s' if extra > 1 else ''} would likely decide (ROUNDS={more})"
+        decide = projection_words(d, v["to_decide"])
         row["words"] = f"not sure yet: {decide}"
         row["taken_back"] = bool(alone)
         row["phrase"] = (f"is not told apart from {t['against']} yet ({pair}: {ci}{alone}, neither excluding 0 nor "

@@ -1,5 +1,5 @@
 """report.md (pure rendering)."""
-from report.breakdown import DEFAULT_MARGIN_PCT, MAX_FAILED_SHARE, fmt_diff, figures_for
+from report.breakdown import DEFAULT_MARGIN_PCT, MAX_FAILED_SHARE, MIN_DOF_TO_PROJECT, POWER, fmt_diff, figures_for
 from report.direct import lines as direct_lines
 from report.interleaved import MIN_BLOCK_REQUESTS, MIN_BLOCKS, dof
 from report.stats import ALPHA, CONFIDENCE, has_interval, lost_to, no_interval
@@ -453,8 +453,9 @@ def how_to_read_intervals(rep):
         "comparisons are judged together (Holm's correction: the chance that any of them is called different "
         f"when none is stays at {ALPHA:.0%}); *no difference larger than ±{m:g}%* when the interval, widened for "
         f"the comparisons judged together (Bonferroni), lies inside ±{m:g}% of TCP's median (equivalence; "
-        "`MARGIN`); *not sure yet* otherwise, with about how many more seconds (or rounds) an interval of the "
-        f"same spread would need to decide. An interval that excludes 0 and lies inside ±{m:g}% is both, and "
+        "`MARGIN`); *not sure yet* otherwise, with the stream (or rounds) that would decide "
+        f"{POWER * 10:.0f} times in 10 if the true difference is the one measured, its spread as uncertain as "
+        f"measured (none from fewer than {MIN_DOF_TO_PROJECT} degrees of freedom). An interval that excludes 0 and lies inside ±{m:g}% is both, and "
         f"said so: *faster* (or *slower*) *by* so much, *inside the ±{m:g}% that counts*.",
         f"- **Costs and ratios** come from the rounds of one path at a time (each compared pair back to back, "
         "the order changing every round): a paired t-interval over rounds, a ratio's on the log ratios. A "

@@ -151,23 +151,23 @@ def test_the_three_way_verdict_worked_examples():
     # Inside the margin alone, not once widened (half-width 6.5: -5.5 to 7.5 alone, 1 + 8.94 widened): not sure yet.
     assert breakdown.three_way(diff(1, -5.5, 7.5), 2, 1)["verdict"] == "same"
     assert breakdown.three_way(diff(1, -5.5, 7.5), 2, 4)["verdict"] == "unsure"
-    # Neither: mean 6, half-width 8 at 10 rounds (se 8 / t(0.975, 9) = 3.536): it would exclude 0 once
-    # t(0.975, n-1) x 3.536 x sqrt(10/n) < 6: at 16 rounds 5.96, at 15 6.19.
+    # Neither: mean 6, half-width 8 at 10 rounds, margin ±8: the rounds named are the fewest at which a new
+    # run would decide with chance POWER if the truth were 6 (chance_to_decide: report/test_calibration_projection.py).
     v = breakdown.three_way(diff(6, -2, 14), 2, 1)
-    assert v["verdict"] == "unsure" and v["to_decide"] == 16
+    chance = lambda n: breakdown.chance_to_decide(diff(6, -2, 14), n, 8, 1)  # noqa: E731
+    assert v["verdict"] == "unsure" and chance(v["to_decide"]) >= 0.8 > chance(v["to_decide"] - 1)
     # Lost to Holm: its own interval excludes 0, not once the comparisons are judged together.
     assert breakdown.three_way(diff(20, 10, 30, p_holm=0.2), 2, 4)["verdict"] == "unsure"
 
 
 def test_more_seconds_of_a_stream_follow_its_degrees_of_freedom():
-    """A stream's difference over 20 blocks (nu 2): the projection takes each
-    length's own nu, so it asks for fewer seconds than a fixed t(0.975, 2)."""
-    d = diff(6, -10, 22, n=20, blocks=20, block_s=1)
+    """A stream's difference over 30 blocks (nu 3): the chance that a longer
+    stream decides grows with its length (and its nu), and the length named
+    is the fewest blocks with chance POWER."""
+    d = diff(6, -10, 22, n=30, blocks=30, block_s=1)
     more = breakdown.to_decide(d, 8, 1)
-    se = 16 / sps.t.ppf(0.975, 2)
-    h = lambda n: sps.t.ppf(0.975, interleaved.dof(n)) * se * math.sqrt(20 / n)  # noqa: E731
-    assert h(more) < 6 <= h(more - 1)
-    assert more < 20 * (16 / 6) ** 2  # the fixed-quantile rule's answer, 142
+    chances = [breakdown.chance_to_decide(d, n, 8, 1) for n in (31, 60, 120, more - 1, more)]
+    assert chances[:3] == sorted(chances[:3]) and chances[3] < breakdown.POWER <= chances[4]
 
 
 @pytest.mark.parametrize("value", ["abc", "0", "100", "-2", ""])
@@ -240,18 +240,17 @@ def test_a_pair_short_of_blocks_is_named_with_its_reason():
                 b["requests"] = 3
     text = build(k6)["workloads"]["ping"]["answer"]
     assert "PATHS needs a pair" not in text
-    assert ("was not judged against TCP over loopback (`uds-lo` against `tcp-lo`): too few blocks with a median on "
-            "both paths (at least 10 of 5 successful requests each)") in text
+    assert ("was not judged against TCP over loopback (`uds-lo` against `tcp-lo`): fewer than 10 blocks in which "
+            "both paths had a median (each from 5 or more successful requests)") in text
 
 
 def test_a_difference_taken_back_by_the_reports_correction_projects_over_its_family():
-    """Its interval alone excludes 0 (20 to 60 µs over 20 blocks), but not once
-    the report's 172 comparisons are judged together: one more second would
-    not decide it, as a projection over the answer's 4 alone said."""
-    d = diff(40, 20, 60, n=20, blocks=20, block_s=1, p_fdr=0.2, fdr_family=172)
+    """Its interval alone excludes 0 (20 to 60 µs over 30 blocks), but not once
+    the report's 172 comparisons are judged together: the stream named must
+    survive them all, longer than a projection over the answer's 4 alone."""
+    d = diff(40, 20, 60, n=30, blocks=30, block_s=1, p_fdr=0.2, fdr_family=172)
     v = breakdown.three_way(d, 2, 4)
-    assert v["verdict"] == "unsure" and v["to_decide"] > 21
-    assert breakdown.to_decide(d, v["margin"], 4) == 21  # the answer's 4 alone
+    assert v["verdict"] == "unsure" and v["to_decide"] > breakdown.to_decide(d, v["margin"], 4) > 30
 
 
 def test_a_stream_run_charts_the_answer_the_stream_and_its_percentiles(tmp_path):

@@ -794,7 +794,8 @@ def test_answer_compares_paths_through_the_same_nginx():
     # pooled: tcp-lo-ka - uds-lo-ka = +10, -20, +10 µs: neither excluding 0 nor inside ±2% (9 µs): not sure yet.
     assert ("With pooled keepalive connections, the socket is not told apart from TCP over loopback yet "
             "(`uds-lo-ka` against `tcp-lo-ka`: 95% CI -43 to 43 µs, 3 rounds, neither excluding 0 nor inside ±2%, "
-            "9 µs): not sure yet; about 23 more rounds would likely decide (ROUNDS=26)") in text
+            "9 µs): not sure yet; 3 usable rounds (2 degrees of freedom) are too few to say how much longer would "
+            "decide") in text
     assert "the 4 comparisons are judged together (Holm's correction)" in text
     assert "Control held" in text and "control failed" not in text
     md = markdown.render_markdown(rep)
@@ -802,7 +803,7 @@ def test_answer_compares_paths_through_the_same_nginx():
     assert ("| new per request | TCP over loopback (`uds-lo` vs `tcp-lo`) | nginx-lo | 260 µs (32%) | 235 to 285 µs | "
             "**faster by 260 µs (32%)** |") in answer
     assert ("| pooled (keepalive) | TCP over loopback (`uds-lo-ka` vs `tcp-lo-ka`) | nginx-lo | — | -43 to 43 µs | "
-            "not sure yet: about 23 more rounds would likely decide (ROUNDS=26) |") in answer
+            "not sure yet: 3 usable rounds (2 degrees of freedom) are too few to say how much longer would decide |") in answer
     # A control that held is not repeated; the method in one line, with its link.
     assert "Control held" not in answer and "[How to read this](#how-to-read-this)" in answer
 

@@ -327,20 +327,20 @@ ANSWER_PAIR = {"key": "socket_new", "paths": ["tcp-lo", "uds-lo"], "answer": "ne
 
 
 def test_not_sure_yet_names_the_extra_seconds_not_the_streams_length():
-    """A stream of 20 blocks of 2 s (nu = floor(0.4 x 20^(2/3)) = 2), mean
-    2.4 µs, its interval 2.4 -+ t(0.975, 2) (se 1), TCP's median 100 µs
-    (margin ±2 µs, under the mean: only excluding 0 decides). At n blocks
-    the half-width is t(0.975, nu(n)) sqrt(20 / n): at 31 (nu 3) 3.1824463
-    x 0.8032193 = 2.556, over 2.4; at 32 (nu 4) 2.7764451 x 0.7905694 =
-    2.195, under: 32 blocks decide, 12 more, 24 more seconds, a stream of 64."""
-    t2 = 4.3026527
-    d = {"mean": 2.4, "lo": 2.4 - t2, "hi": 2.4 + t2, "rounds": 20, "blocks": 20, "block_s": 2, "a_mean": 100.0,
+    """A stream of 30 blocks of 2 s (nu 3), mean 2.4 µs, its interval 2.4 -+
+    t(0.975, 3) (se 1), TCP's median 100 µs (margin ±2 µs): the blocks named
+    (to_decide) are blocks of 2 s, so the stream is twice as many seconds,
+    60 of them already run."""
+    t3 = 3.1824463
+    d = {"mean": 2.4, "lo": 2.4 - t3, "hi": 2.4 + t3, "rounds": 30, "blocks": 30, "block_s": 2, "a_mean": 100.0,
          "p": 0.5, "resolution": None}
-    assert breakdown.to_decide(d, 2.0, 1) == 32
+    n = breakdown.to_decide(d, 2.0, 1)
     row = breakdown.answer_row(ANSWER_PAIR, {"figures": {"client_p50_ms": d}}, 1, 2, None, {})
-    assert row["verdict"] == "unsure"
-    assert row["words"] == "not sure yet: about 24 more seconds would likely decide (INTERLEAVE=64)"
-    assert row["phrase"].endswith("not sure yet; about 24 more seconds would likely decide (INTERLEAVE=64)")
+    assert row["verdict"] == "unsure" and n > 30
+    said = (f"a stream of {2 * n:,} s (INTERLEAVE={2 * n}, {2 * n - 60:,} s more) would decide 8 times in 10 if the "
+            "true difference is the one measured")
+    assert row["words"] == f"not sure yet: {said}"
+    assert row["phrase"].endswith(f"not sure yet; {said}")
 
 
 def measured_diff(mean, a_mean=64.0):
