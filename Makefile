@@ -93,7 +93,7 @@ endef
 # reads on the host itself (settings.toml's run_sh), each from your shell or
 # make's command line, else .env, in single quotes; compose reads the others.
 # >>> settings.toml: run.sh (make settings writes it)
-RUN_SH_SETTINGS := APP_LO_NOTRACK
+RUN_SH_SETTINGS := APP_LO_NOTRACK TRAFFIC
 # <<< settings.toml: run.sh
 quote = '$(subst ','\'',$(1))'
 run_plan = rc=0; COMPOSE="$(COMPOSE)" TESTID=$(TESTID) MODE=$(1) GENERATOR=$(2) \
