@@ -152,8 +152,10 @@ func TestStacks(t *testing.T) {
 	prom, _, testid := startLab(t, "e2e-stacks")
 	// The lab's app first, then every stack of the catalogue.
 	stacks := []string{"go"}
-	for _, name := range slices.Sorted(maps.Keys(lab.ReadCatalogue(t).Stacks)) {
-		if name != "go" {
+	// A stack the test bed cannot build (STACK_TEST_BED=static) is left out.
+	cat := lab.ReadCatalogue(t).Stacks
+	for _, name := range slices.Sorted(maps.Keys(cat)) {
+		if name != "go" && cat[name].Env["STACK_TEST_BED"] != "static" {
 			stacks = append(stacks, name)
 		}
 	}

@@ -157,7 +157,7 @@ fi
 # code and config (its folder is the build context, its standin.Dockerfile the
 # recipe). Tagged by a hash of that folder, so an edited stack is rebuilt.
 stacks_env=""
-for name in $(scripts/stack.sh --list); do
+for name in $(scripts/stack.sh --list run); do
   [ "$name" != go ] || continue
   image=uds-lab-standin/stack-$name:$(cat stacks/"$name"/* | sha256sum | cut -c1-12)
   build "$image" "stacks/$name/standin.Dockerfile" "stacks/$name" "BASE=$BASE" \
