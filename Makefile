@@ -3,8 +3,9 @@ SHELL := bash
 .DEFAULT_GOAL := help
 MAKEFLAGS += --no-print-directory
 
-# A value from the environment, else from .env (for what make itself prints).
-env = $(or $($(1)),$(shell scripts/dotenv.sh $(1)))
+# A value from the environment or make's command line, as given (a $ in it is
+# not make's to expand), else from .env.
+env = $(or $(value $(1)),$(shell scripts/dotenv.sh $(1)))
 # Compose reads .env, then what make up recorded of the app it started
 # (.lab/<project>/up.env: STACK, APP_IMAGE and the stack's settings,
 # scripts/up.sh); a variable from your shell or this command line wins over

@@ -215,3 +215,45 @@ func TestASecondLabKeepsItsOwnStateAndImages(t *testing.T) {
 		t.Errorf("compose.yaml names %d of the lab's own images, want the 9 it builds", built)
 	}
 }
+
+// make passes loadgen/run.sh the settings it reads on the host
+// (RUN_SH_SETTINGS, settings.toml's run_sh): each as your shell gives it,
+// quotes, spaces and $ as they are, else .env's. The command line make would
+// run is run with env in place of run.sh.
+func TestRunShGetsItsSettings(t *testing.T) {
+	traffic := `/logs/it's a $HOME "log".gz,b.log`
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TRAFFIC=") && !strings.HasPrefix(kv, "APP_LO_NOTRACK=") && !strings.HasPrefix(kv, "MAKEFLAGS=") {
+			env = append(env, kv)
+		}
+	}
+	cmd := exec.Command("make", "-n", "load")
+	cmd.Dir = lab.Root(t)
+	cmd.Env = append(env, "TRAFFIC="+traffic)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n load: %v\n%s", err, out)
+	}
+	line := regexp.MustCompile(`(?m)^rc=0; (.*) loadgen/run\.sh `).FindSubmatch(out)
+	if line == nil {
+		t.Fatalf("make -n load runs no loadgen/run.sh:\n%s", out)
+	}
+	sh := exec.Command("bash", "-c", string(line[1])+" env")
+	sh.Env = env
+	got, err := sh.Output()
+	if err != nil {
+		t.Fatalf("%s: %v", line[1], err)
+	}
+	vars := map[string]string{}
+	for _, kv := range strings.Split(string(got), "\n") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	for k, want := range map[string]string{"TRAFFIC": traffic, "APP_LO_NOTRACK": lab.Env(t)["APP_LO_NOTRACK"], "MODE": "rate"} {
+		if v, ok := vars[k]; !ok || v != want {
+			t.Errorf("run.sh gets %s=%q (set: %v), want %q\n%s", k, v, ok, want, line[1])
+		}
+	}
+}
