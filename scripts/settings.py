@@ -260,6 +260,11 @@ def default_text(s):
     return f"`{s['default']}`"
 
 
+def defaults(ss):
+    texts = [default_text(s) for s in ss]
+    return texts[0] + (" each" if len(ss) > 1 else "") if len(set(texts)) == 1 else ", ".join(texts)
+
+
 def docs_tables(t):
     rows = {}  # first setting of a row -> its settings
     for n, s in t["settings"].items():
@@ -289,7 +294,7 @@ def docs_tables(t):
                 by += "; Compose only"
             doc = ss[0]["doc"]
             out.append("| " + " | ".join(cell(c) for c in (
-                ", ".join(f"`{n}`" for n in names), ", ".join(default_text(s) for s in ss),
+                ", ".join(f"`{n}`" for n in names), defaults(ss),
                 "; ".join(takes), by, doc)) + " |")
     return out + [""]
 
