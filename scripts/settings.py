@@ -27,9 +27,12 @@ marker; the rest of each file is written by hand. Standard library only
 import json
 import re
 import sys
-import textwrap
-import tomllib
 from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # Python before 3.11
+    sys.exit("settings: needs Python 3.11 or later (tomllib reads settings.toml)")
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = "settings.toml"
@@ -486,6 +489,8 @@ def main(argv=sys.argv[1:]):
         if not check_only:
             p.write_text(text)
             print(f"settings: wrote {rel}")
+    if not stale and not check_only:
+        print(f"settings: every file is what {TABLE} gives")
     if check_only and stale:
         for rel in stale:
             print(f"settings: {rel} is not what {TABLE} gives: run `{COMMAND}`", file=sys.stderr)
