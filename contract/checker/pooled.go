@@ -261,11 +261,13 @@ type burstResult struct {
 }
 
 // pooledBurst opens pooledConns connections on l at once, sends
-// pooledRequests requests on each, and returns them open.
-func pooledBurst(cfg Config, l listener) (burstResult, []*keptConn) {
+// pooledRequests requests on each, then closes each as soon as its last
+// answer is in (as nginx closes a kept connection: its keepalive_timeout, a
+// reload), so that no connection sits idle long enough for the app's own
+// idle timeout to close it first.
+func pooledBurst(cfg Config, l listener) burstResult {
 	r := burstResult{listener: l.name}
 	var mu sync.Mutex
-	var kept []*keptConn
 	var wg sync.WaitGroup
 	for range pooledConns {
 		wg.Go(func() {
@@ -283,12 +285,12 @@ func pooledBurst(cfg Config, l listener) (burstResult, []*keptConn) {
 				}
 				answered++
 			}
+			k.Close()
 			if errors.Is(err, errNotKept) { // answered, then closed by the app
 				answered, notKept, err = answered+1, true, nil
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			kept = append(kept, k)
 			r.conns++
 			r.answered += answered
 			if notKept {
@@ -300,12 +302,12 @@ func pooledBurst(cfg Config, l listener) (burstResult, []*keptConn) {
 		})
 	}
 	wg.Wait()
-	return r, kept
+	return r
 }
 
-// closeWaitClause: a pooled burst on both listeners, then the checker closes
-// every connection (as nginx does past keepalive_timeout or at a reload) and
-// counts what the app has not closed closeWaitSettle later.
+// closeWaitClause: a pooled burst on both listeners, each connection closed
+// by the checker after its requests, then counts what the app has not closed
+// closeWaitSettle later.
 func closeWaitClause(cfg Config, a *app) Clause {
 	c := pitfall(closeWaitName)
 	before, err := appSideLeft(cfg)
@@ -313,22 +315,12 @@ func closeWaitClause(cfg Config, a *app) Clause {
 		c.judge(statusNA, err.Error(), "")
 		return c
 	}
-	var rs []burstResult
-	var all []*keptConn
-	var mu sync.Mutex
+	rs := make([]burstResult, 2)
 	var wg sync.WaitGroup
-	for _, l := range a.both() {
-		wg.Go(func() {
-			r, kept := pooledBurst(cfg, l)
-			mu.Lock()
-			rs, all = append(rs, r), append(all, kept...)
-			mu.Unlock()
-		})
+	for i, l := range a.both() {
+		wg.Go(func() { rs[i] = pooledBurst(cfg, l) })
 	}
 	wg.Wait()
-	for _, k := range all {
-		k.Close()
-	}
 	var left leftover
 	for deadline := time.Now().Add(closeWaitSettle); ; time.Sleep(50 * time.Millisecond) {
 		now, err := appSideLeft(cfg)
@@ -359,7 +351,7 @@ func judgeCloseWait(rs []burstResult, left leftover) (status, why, fix string) {
 		parts = append(parts, p)
 		opened += r.conns
 	}
-	why = fmt.Sprintf("%d kept connections on each listener, %d requests on each, then closed by the checker as nginx closes them: %s; %s later the app still held %d on tcp in CLOSE_WAIT and %d on unix whose client had gone",
+	why = fmt.Sprintf("%d kept connections on each listener at once, %d requests on each, each then closed by the checker as nginx closes one: %s; %s later the app still held %d on tcp in CLOSE_WAIT and %d on unix whose client had gone",
 		pooledConns, pooledRequests, strings.Join(parts, "; "), closeWaitSettle, left.tcp, left.unix)
 	switch {
 	case opened == 0:

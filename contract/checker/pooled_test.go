@@ -120,9 +120,19 @@ func TestPooledRowsOnAnAppWithAShortIdleTimeout(t *testing.T) {
 
 // Told never to close a connection its client closed first, the app holds
 // every connection of the pooled burst: all 16 on TCP in CLOSE_WAIT, all 16
-// on the socket with their peer gone. With no idle timeout, a wait shorter
-// than nginx's cannot judge; one longer passes.
+// on the socket with their peer gone, with make contract's defaults for it
+// too (a backlog of 1, idle connections closed after 1 s: the burst leaves
+// none idle for the app to close first). With no idle timeout, a wait
+// shorter than nginx's cannot judge; one longer passes.
 func TestPooledRowsOnAnAppThatNeverClosesItsSide(t *testing.T) {
+	settle := closeWaitSettle
+	closeWaitSettle = 500 * time.Millisecond
+	defer func() { closeWaitSettle = settle }()
+	defaults := startPitfallApp(t, "PITFALL_BACKLOG=1")
+	if c := closeWaitClause(defaults, newApp(defaults)); c.Status != statusWarn || !strings.Contains(c.Why, "still held 16 on tcp in CLOSE_WAIT and 16 on unix") {
+		t.Errorf("the pitfall app's defaults: %+v", c)
+	}
+
 	cfg := startPitfallApp(t, "PITFALL_IDLE_TIMEOUT=0", "PITFALL_CLOSE_WAIT=true")
 	cfg.IdleWait, cfg.NginxKeepalive = 300*time.Millisecond, 60*time.Second
 	a := newApp(cfg)
@@ -136,9 +146,6 @@ func TestPooledRowsOnAnAppThatNeverClosesItsSide(t *testing.T) {
 		t.Errorf("idle, waiting longer than nginx: %+v", c)
 	}
 
-	settle := closeWaitSettle
-	closeWaitSettle = 500 * time.Millisecond
-	defer func() { closeWaitSettle = settle }()
 	c = closeWaitClause(cfg, a)
 	if c.Status != statusWarn || c.Pass || !strings.Contains(c.Why, "still held 16 on tcp in CLOSE_WAIT and 16 on unix") ||
 		!strings.Contains(c.Fix, "end of file") {
