@@ -58,6 +58,8 @@ MIN_BLOCKS = 10
 MODES = ("rate", "max", "sweep")
 # make load TRAFFIC=...: the workload's name in phase names (traffic__mix__r1).
 TRAFFIC_WORKLOAD = "traffic"
+# A replay's phases name their requests' route in words (each request's target is the schedule's).
+REPLAY_ENDPOINT = {"emulate": "/replay/:bytes/:us", "logged": "/:logged-path"}
 # GENERATOR unset: each mode's own (.env's GENERATOR is empty by default).
 DEFAULT_GENERATOR = {"rate": "openloop", "sweep": "openloop", "max": "wrk"}
 
@@ -623,12 +625,13 @@ def build(env, catalogue, run_dir=None):
     phases = plan(s, route, first)
     where, direct = urls(catalogue), direct_paths(catalogue)
     for i, p in enumerate(phases):
-        if "traffic" in s:
-            p["traffic"] = s["traffic"]["file"]
         if p["path"] == MIX:  # the interleaved stream: every path's URL
             p["urls"] = {q: where[q] + p["endpoint"] for q in p["paths"]}
         else:
             p["url"] = where[p["path"]] + p["endpoint"]
+        if "traffic" in s:  # each request's target comes from the schedule
+            p["traffic"] = s["traffic"]["file"]
+            p["endpoint"] = REPLAY_ENDPOINT[s["traffic"]["send"]]
         if direct.get(p["path"], {}).get("socket"):  # the app's socket (oha_runner.py takes it off load.json)
             p["socket"] = direct[p["path"]]["socket"]
         p["progress"] = progress(phases, i)

@@ -7,10 +7,11 @@
 # starts what it names, since each generator is a container of its own (its
 # CPU set, network namespace and group), and keeps what only the host can do:
 # the settings the run ran with (compose.json, for the report), make floor's
-# servers and APP_LO_NOTRACK's rules.
+# servers, APP_LO_NOTRACK's rules and TRAFFIC's files.
 #
-# From make: COMPOSE, TESTID, MODE, GENERATOR, PRECISION, SWEEP, SWEEP_RATES, SWEEP_TO, APP_LO_NOTRACK; the rest of the run's
-# settings from the environment, as compose passes them on.
+# From make: COMPOSE, TESTID, MODE, GENERATOR and the settings settings.toml
+# marks for run.sh (APP_LO_NOTRACK, TRAFFIC); the rest of the run's settings
+# reach the containers from the environment, as compose passes them on.
 # Exit: the generator's (1: a threshold failed: more than 1% of requests failed, or of a phase's dropped), 2: a bad setting.
 set -euo pipefail
 : "${COMPOSE:?}" "${TESTID:?}" "${MODE:?}"

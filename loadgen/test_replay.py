@@ -122,8 +122,8 @@ def test_plan_replays_in_each_stream(tmp_path):
     mixes = [p for p in doc["phases"] if p["path"] == runplan.MIX]
     assert len(mixes) == len(runplan.streams(s)) == 2
     for p in mixes:
-        assert p["traffic"] == replay.REPLAY_FILE and p["duration_s"] == 11 and p["endpoint"] == ""
-        assert all(u.endswith("/" + q) for q, u in p["urls"].items())
+        assert p["traffic"] == replay.REPLAY_FILE and p["duration_s"] == 11 and p["endpoint"] == "/replay/:bytes/:us"
+        assert all(u.endswith("/" + q) for q, u in p["urls"].items())  # the schedule's target follows
     assert "8 logged requests (6 routes)" in doc["describe"] and "3 not replayed" in doc["describe"]
 
 
