@@ -91,6 +91,8 @@ func TestLab(t *testing.T) {
 
 	// make load on every path, its figures, the dashboards and the report.
 	t.Run("load", func(t *testing.T) { loadAndReport(t, prom, testid) })
+	// make load TRAFFIC=: a log nginx wrote, replayed emulated and as logged.
+	t.Run("replay", func(t *testing.T) { replayRun(t, prom, testid+"-replay") })
 
 	// make floor: the transports alone, in the lab's namespaces; the max
 	// runs' reports, later, set it beside their paths.
