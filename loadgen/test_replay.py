@@ -91,11 +91,14 @@ def test_top_routes_then_other(tmp_path):
     assert sum(1 for _, _, _, rt, _ in rows if rt == 10) == 2
 
 
-def test_caps_are_counted(tmp_path):
+def test_caps_are_counted_and_a_head_has_no_body(tmp_path):
     big = json.dumps({"msec": "1700000000.0", "request": "GET /big HTTP/1.1", "status": "200",
                       "body_bytes_sent": str(20 << 20), "upstream_response_time": "12.5"}) + "\n"
-    r, rows = build(tmp_path, [write(tmp_path, "big.jsonl", big)])
+    head = json.dumps({"msec": "1700000001.0", "request": "HEAD /big HTTP/1.1", "status": "200",
+                       "body_bytes_sent": "500", "upstream_response_time": "0.001"}) + "\n"
+    r, rows = build(tmp_path, [write(tmp_path, "big.jsonl", big + head)])
     assert rows[0][4] == f"/replay/{16 << 20}/10000000" and r["capped"] == 1
+    assert rows[1][2:] == ("HEAD", 0, "/replay/0/1000")
 
 
 def test_settings_errors_name_the_setting():
@@ -151,3 +154,21 @@ def test_the_plan_keeps_no_secret(tmp_path):
         for s in SECRETS:
             assert s not in text, (send, s)
         assert "/p/{id}" in text  # the folded route, never a client's field
+
+
+def test_the_run_leaves_no_schedule(tmp_path):
+    """drive.py plans the replay (its schedule beside the plan, openloop named
+    to send it), and once the generator is done deletes the schedule."""
+    from test_drive import drive_here, loop
+    seen = []
+
+    def start(service, env):
+        assert service == "openloop"
+        seen.append((tmp_path / "r1" / replay.REPLAY_FILE).is_file())
+        return 0
+    env = {"SEED": "5", "TRAFFIC": str(COMBINED), "TRAFFIC_SEND": "logged", "WARMUP": "0", "IDLE": "0",
+           "MODE": "rate", "GENERATOR": "openloop"}
+    rc, said, started = loop(tmp_path, "r1", env, start, ask=drive_here)
+    assert rc == 0 and seen == [True] and started[0][1]["PLAN_FILE"] == "plan.json"
+    assert not (tmp_path / "r1" / replay.REPLAY_FILE).exists()
+    assert json.loads((tmp_path / "r1" / "plan.json").read_text())["settings"]["traffic"]["send"] == "logged"

@@ -61,7 +61,11 @@ func replayPlan(t *testing.T, url string) (plan string, due []int64, targets, me
 		}
 		tg := fmt.Sprintf("/users/%d/orders?page=%d", c, c%3)
 		due, targets, methods = append(due, d), append(targets, tg), append(methods, m)
-		fmt.Fprintf(&b, "%d\t%d\t%s\t%d\t%s\n", d, 500, m, c%2, tg)
+		spacing := 500 // the burst's cycles 2 ms apart; the others 15 ms apart, their paths 5 ms
+		if c >= 5 {
+			spacing = 5000
+		}
+		fmt.Fprintf(&b, "%d\t%d\t%s\t%d\t%s\n", d, spacing, m, c%2, tg)
 	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "replay.tsv"), []byte(b.String()), 0o600); err != nil {
@@ -104,6 +108,7 @@ func TestReplaySendsTheScheduleToEveryPath(t *testing.T) {
 	if _, ok := measured["traffic"]; ok {
 		t.Error("load.json names the schedule's file (a plan-only field)")
 	}
+	first, last := make([]time.Time, 30), make([]time.Time, 30) // each cycle's first and last arrival
 	for _, p := range []string{"a", "b", "c"} {
 		got := srv.got[p]
 		slices.SortFunc(got, func(x, y noted) int { return x.at.Compare(y.at) })
@@ -117,12 +122,27 @@ func TestReplaySendsTheScheduleToEveryPath(t *testing.T) {
 				t.Fatalf("path %s, cycle %d: %s %s, want %s %s (the schedule's, query kept)", p, c, g.method, g.target,
 					methods[c], targets[c])
 			}
-			// Each cycle's 3 requests go out within its 1.5 ms, in the cycle's order.
+			// Each cycle's 3 requests go out from its due time, spacing_us apart.
 			off := g.at.Sub(start) - time.Duration(due[c])*time.Microsecond
 			if off < -3*time.Millisecond || off > 40*time.Millisecond {
 				t.Errorf("path %s, cycle %d: arrived %v from its due time", p, c, off)
 			}
+			if first[c].IsZero() || g.at.Before(first[c]) {
+				first[c] = g.at
+			}
+			if g.at.After(last[c]) {
+				last[c] = g.at
+			}
 		}
+	}
+	// The median cycle's spread (one late request on a busy machine shrinks a cycle's).
+	var spread []time.Duration
+	for c := 5; c < 30; c++ {
+		spread = append(spread, last[c].Sub(first[c]))
+	}
+	slices.Sort(spread)
+	if m := spread[len(spread)/2]; m < 7*time.Millisecond || m > 30*time.Millisecond {
+		t.Errorf("a cycle's 3 requests went out %v apart (median), want 2 x 5 ms (its spacing_us)", m)
 	}
 }
 
