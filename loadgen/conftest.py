@@ -1,5 +1,5 @@
 """A stand-in for nginx on 127.0.0.1, for running the real load generators
-(k6, wrk) for a second: it answers every GET with 200 and as many bytes as a
+(k6, wrk) for a second: it answers every GET (and HEAD) with 200 and as many bytes as a
 /bytes/<n> route asks (else a small JSON; a /status/<code> route answers that
 code, as does every route of a path set to fail), keeps connections alive like
 nginx, and counts the requests per URL path."""
@@ -31,7 +31,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(failing or (int(code.group(1)) if code else 200))
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    do_HEAD = do_GET  # a replayed log's HEADs (make load TRAFFIC=)
 
     def log_message(self, *args):
         pass

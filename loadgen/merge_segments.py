@@ -10,7 +10,8 @@ refused, naming each pod's start, since their seconds are not the same.
 The merged start_late_ms is how late after start_ms the last pod began.
 
 The merge is exact: counts add up (requests, failures, late and dropped
-requests, statuses), and every duration figure, a block's median included,
+requests, statuses; a replay's per route and block), and every duration
+figure, a block's median included,
 is read from the sum of the pods' HDR histograms (load.json's hdr), which is
 the histogram of their pooled requests. A file without histograms (k6's) is
 refused, naming it.
@@ -84,6 +85,20 @@ def merge_block(blocks):
             "hdr": h.encode().decode()}
 
 
+def merge_route(routes):
+    """One route of a replay (by_route): per path, counts summed, durations
+    from the summed histograms, each block's number and sum summed (a path
+    only some pods sent the route on: theirs)."""
+    by_path = {}
+    for p in sorted({p for r in routes for p in r["by_path"]}):
+        per = [r["by_path"][p] for r in routes if p in r["by_path"]]
+        h, requests = added([v["hdr"] for v in per]), sum(v["requests"] for v in per)
+        by_path[p] = {"requests": requests, "failed_rate": count(per, "failed_rate") / requests if requests else 0,
+                      "duration_ms": durations(h), "hdr": h.encode().decode(),
+                      "blocks": {k: [sum(x) for x in zip(*(v["blocks"][k] for v in per))] for k in ("n", "sum_ms")}}
+    return {"route": routes[0]["route"], "by_path": by_path}
+
+
 def merge_phase(phases):
     out = merge_figures(phases)
     if "by_path" in out:
@@ -94,6 +109,8 @@ def merge_phase(phases):
             m["blocks"] = [merge_block(bs) for bs in zip(*(q["blocks"] for q in per))]
             by_path[p] = m
         out["by_path"] = by_path
+    if "by_route" in out:
+        out["by_route"] = [merge_route(list(rs)) for rs in zip(*(ph["by_route"] for ph in phases))]
     return out
 
 

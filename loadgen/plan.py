@@ -58,6 +58,8 @@ MIN_BLOCKS = 10
 MODES = ("rate", "max", "sweep")
 # make load TRAFFIC=...: the workload's name in phase names (traffic__mix__r1).
 TRAFFIC_WORKLOAD = "traffic"
+# A replay's schedule, beside the plan (loadgen/replay.py writes it; the run deletes it when it ends).
+REPLAY_FILE = "replay.tsv"
 # A replay's phases name their requests' route in words (each request's target is the schedule's).
 REPLAY_ENDPOINT = {"emulate": "/replay/:bytes/:us", "logged": "/:logged-path"}
 # GENERATOR unset: each mode's own (.env's GENERATOR is empty by default).
@@ -255,7 +257,7 @@ def replayed(env, s, catalogue, run_dir):
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     try:
         r = replay.replay(files, traffic.read_settings({**env, "SEED": str(s["seed"])}), replay.read_send(env),
-                          replay.read_speed(env), s["rate"], n, Path(run_dir) / replay.REPLAY_FILE)
+                          replay.read_speed(env), s["rate"], n, Path(run_dir) / REPLAY_FILE)
     except traffic.TrafficError as e:
         raise SettingError(f"TRAFFIC: {e}") from None
     holds = catalogue["generators"]["openloop"]["holds_rps"]

@@ -23,7 +23,7 @@ the caps, counted). TRAFFIC_SEND=logged: sent to your app as logged, its
 method (GET or HEAD) and its path (the query string only with
 TRAFFIC_QUERY=keep).
 
-The schedule file (REPLAY_FILE, beside the plan), a line per cycle in send
+The schedule file (plan.py's REPLAY_FILE, beside the plan), a line per cycle in send
 order: due_us, spacing_us (between the cycle's paths), method (GET or HEAD),
 route (an index into the plan's routes: the TOP_ROUTES most requested, folded
 as traffic.route() folds them, then "other"), target. With
@@ -40,9 +40,9 @@ from collections import Counter
 import numpy as np
 
 import traffic
+from plan import REPLAY_FILE  # noqa: F401 (the schedule's name, plan.py's)
 
 SENDS = ("emulate", "logged")
-REPLAY_FILE = "replay.tsv"
 OTHER = "other"
 # services/app's caps of GET /replay/:bytes/:us (maxBytes, maxSleepMS).
 APP_MAX_BYTES = 16 << 20

@@ -196,3 +196,26 @@ def test_openloop_runs_a_stream_per_connection_handling(openloop, tmp_path, loca
     assert pooled["requests"] == new["requests"] == 300  # 30 req/s for 10 s, each
     assert [v["requests"] for v in new["by_path"].values()] == [150, 150]
     assert hits["/uds-lo-ka/ping"] == 300 and new["start_offset_s"] > pooled["start_offset_s"]
+
+
+def test_a_replay_plan_and_its_load_json(openloop, tmp_path, local_catalogue):
+    """make load TRAFFIC=: plan.py's schedule of a log (testdata/traffic's
+    combined.log: 8 GETs and HEADs over about 11 s, the shortest replay: 10 blocks), sent by
+    openloop as logged to every path of a stream: the server gets each
+    logged path once per path, load.json has the schema's shape with each
+    route's figures."""
+    from test_traffic import COMBINED
+    catalogue, hits = local_catalogue
+    path, doc = write_plan(tmp_path, CATALOGUE=catalogue, TRAFFIC=COMBINED, TRAFFIC_SEND="logged",
+                           PATHS="tcp,uds", WARMUP=0, IDLE=0, BLOCK=1, INTERLEAVE=10)
+    assert doc["settings"]["traffic"]["routes"][:2] == ["/users/{id}", "/static/app.js"]
+    rc, out = run(openloop, path)
+    assert rc == 0, out
+    load = json.loads((tmp_path / "k1" / "load.json").read_text())
+    jsonschema.validate(load, SCHEMA)
+    (ph,) = load["phases"]
+    assert {p: v["requests"] for p, v in ph["by_path"].items()} == {"tcp": 8, "uds": 8}
+    assert {hits[f"/{p}/users/42"] for p in ("tcp", "uds")} == {2} and hits["/uds/static/app.js"] == 1
+    users = ph["by_route"][0]
+    assert users["route"] == "/users/{id}" and {p: v["requests"] for p, v in users["by_path"].items()} == {"tcp": 3,
+                                                                                                            "uds": 3}

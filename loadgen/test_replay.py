@@ -21,7 +21,7 @@ def schedule(path):
 
 
 def build(tmp_path, files, send="emulate", speed=1.0, rate=100, paths=4, **env):
-    out = tmp_path / replay.REPLAY_FILE
+    out = tmp_path / runplan.REPLAY_FILE
     r = replay.replay([str(f) for f in files], traffic.read_settings({"SEED": "1", **env}), send, speed, rate, paths,
                       out)
     return r, schedule(out)
@@ -75,7 +75,7 @@ def test_logged_sends_paths_as_logged(tmp_path):
         ("GET", "/users/42"), ("GET", "/users/7"), ("HEAD", "/static/app.js"),
         ("GET", "/orders/3f2504e0-4f89-11d3-9a0c-0305e82c3301"), ("GET", "/search"), ("GET", '/files/a"b.txt'),
         ("GET", "/users/42"), ("GET", "/caf%C3%A9")]
-    assert oct(os.stat(tmp_path / replay.REPLAY_FILE).st_mode & 0o777) == "0o600"
+    assert oct(os.stat(tmp_path / runplan.REPLAY_FILE).st_mode & 0o777) == "0o600"
     _, kept = build(tmp_path, [COMBINED], send="logged", TRAFFIC_QUERY="keep")
     assert [t for *_, t in kept][1] == "/users/7?tab=orders" and [t for *_, t in kept][4] == "/search?q=a%20b"
     assert "capped" not in r
@@ -125,7 +125,7 @@ def test_plan_replays_in_each_stream(tmp_path):
     mixes = [p for p in doc["phases"] if p["path"] == runplan.MIX]
     assert len(mixes) == len(runplan.streams(s)) == 2
     for p in mixes:
-        assert p["traffic"] == replay.REPLAY_FILE and p["duration_s"] == 11 and p["endpoint"] == "/replay/:bytes/:us"
+        assert p["traffic"] == runplan.REPLAY_FILE and p["duration_s"] == 11 and p["endpoint"] == "/replay/:bytes/:us"
         assert all(u.endswith("/" + q) for q, u in p["urls"].items())  # the schedule's target follows
     assert "8 logged requests (6 routes)" in doc["describe"] and "3 not replayed" in doc["describe"]
 
@@ -150,7 +150,7 @@ def test_the_plan_keeps_no_secret(tmp_path):
     combined, jsonl = planted(tmp_path)
     for send in ("emulate", "logged"):
         doc = traffic_plan(tmp_path / send, TRAFFIC=f"{combined},{jsonl}", TRAFFIC_SEND=send, TRAFFIC_SPEED="0.5")
-        text = json.dumps(doc) + (tmp_path / send / replay.REPLAY_FILE).read_text()
+        text = json.dumps(doc) + (tmp_path / send / runplan.REPLAY_FILE).read_text()
         for s in SECRETS:
             assert s not in text, (send, s)
         assert "/p/{id}" in text  # the folded route, never a client's field
@@ -164,11 +164,11 @@ def test_the_run_leaves_no_schedule(tmp_path):
 
     def start(service, env):
         assert service == "openloop"
-        seen.append((tmp_path / "r1" / replay.REPLAY_FILE).is_file())
+        seen.append((tmp_path / "r1" / runplan.REPLAY_FILE).is_file())
         return 0
     env = {"SEED": "5", "TRAFFIC": str(COMBINED), "TRAFFIC_SEND": "logged", "WARMUP": "0", "IDLE": "0",
            "MODE": "rate", "GENERATOR": "openloop"}
     rc, said, started = loop(tmp_path, "r1", env, start, ask=drive_here)
     assert rc == 0 and seen == [True] and started[0][1]["PLAN_FILE"] == "plan.json"
-    assert not (tmp_path / "r1" / replay.REPLAY_FILE).exists()
+    assert not (tmp_path / "r1" / runplan.REPLAY_FILE).exists()
     assert json.loads((tmp_path / "r1" / "plan.json").read_text())["settings"]["traffic"]["send"] == "logged"

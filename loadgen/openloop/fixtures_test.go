@@ -41,8 +41,10 @@ func TestMergeFixtures(t *testing.T) {
 
 // fixturePlan: a plan as loadgen/plan.py writes one, read by readPlan: a
 // warm-up and a measured interleaved stream of paths in blocks of block_s,
-// then one path alone; its rate and lengths drawn from rng.
-func fixturePlan(dir string, rng *rand.Rand) (*plan, error) {
+// then one path alone; its rate and lengths drawn from rng. A replay (make
+// load TRAFFIC=): the interleaved phases send a schedule of cycles at the
+// rate, each of one of 3 routes drawn.
+func fixturePlan(dir string, rng *rand.Rand, replay bool) (*plan, error) {
 	paths := []string{"tcp", "uds", "uds-lo"}[:2+rng.IntN(2)]
 	urls := map[string]string{}
 	for _, p := range paths {
@@ -57,10 +59,30 @@ func fixturePlan(dir string, rng *rand.Rand) (*plan, error) {
 			"urls": urls, "progress": "phase mix"}
 	}
 	measured := float64(blockS * (3 + rng.IntN(4)))
+	settings := map[string]any{"mode": "rate", "generator": "openloop", "rate": rate, "seed": rng.IntN(1000),
+		"paths": paths}
+	if replay {
+		sched := "# due_us spacing_us method route target\n"
+		step := 1e6 / float64(rate)
+		for c := 0; float64(c)*step*float64(len(paths)) < (0.7+measured)*1e6; c++ {
+			sched += fmt.Sprintf("%.0f\t%.0f\tGET\t%d\t/r\n", float64(c)*step*float64(len(paths)), step, rng.IntN(3))
+		}
+		if err := os.WriteFile(filepath.Join(dir, "replay.tsv"), []byte(sched), 0o644); err != nil {
+			return nil, err
+		}
+		settings["traffic"] = map[string]any{"routes": []string{"/a/{id}", "/b", "other"}}
+	}
+	mixPhase0 := mixPhase
+	mixPhase = func(round int, start, dur float64) map[string]any {
+		ph := mixPhase0(round, start, dur)
+		if replay {
+			ph["traffic"] = "replay.tsv"
+		}
+		return ph
+	}
 	doc := map[string]any{
 		"testid": "fixtures", "urls": urls, "gap_s": 0.2, "idle": nil, "describe": "merge fixtures",
-		"settings": map[string]any{"mode": "rate", "generator": "openloop", "rate": rate, "seed": rng.IntN(1000),
-			"paths": paths},
+		"settings": settings,
 		"phases": []any{
 			mixPhase(0, 0, 0.5), mixPhase(1, 0.7, measured),
 			map[string]any{"name": "ping__" + paths[1] + "__r1", "workload": "ping", "path": paths[1], "round": 1,
@@ -96,7 +118,7 @@ func fixtureOutcome(rng *rand.Rand, failing float64) outcome {
 // segment i mod n, as the sender records them; then their load.json.
 func writeMergeFixtures(dir string, seed uint64, n int) error {
 	rng := rand.New(rand.NewPCG(seed, 51))
-	p, err := fixturePlan(dir, rng)
+	p, err := fixturePlan(dir, rng, n%2 == 1) // an odd number of pods: a replay
 	if err != nil {
 		return err
 	}
@@ -131,6 +153,7 @@ func writeMergeFixtures(dir string, seed uint64, n int) error {
 			lag := time.Duration(rng.ExpFloat64() * 400 * float64(time.Microsecond))
 			for _, r := range recs {
 				r.add(path, block, o, sent, sent+lag, lag > lateAfter)
+				r.addRoute(ph.route(i), path, block, o, sent)
 			}
 		}
 	}

@@ -51,8 +51,9 @@ type phase struct {
 	Progress     string            `json:"progress"`
 	Traffic      string            `json:"traffic"`
 
-	raw   map[string]json.RawMessage
-	sched *schedule // a replayed log's (Traffic), read with the plan
+	raw    map[string]json.RawMessage
+	sched  *schedule // a replayed log's (Traffic), read with the plan
+	routes []string  // its routes, as the plan's settings.traffic names them
 }
 
 // Fields of a planned phase that say how to reach it, not what it measured:
@@ -97,8 +98,17 @@ func readPlan(name string) (*plan, error) {
 	return &p, p.readSchedules(name)
 }
 
-// readSchedules: each replay phase's schedule, read once per file.
+// readSchedules: each replay phase's schedule, read once per file, and the
+// routes its indexes name (settings.traffic.routes).
 func (p *plan) readSchedules(name string) error {
+	var tr struct {
+		Routes []string `json:"routes"`
+	}
+	if raw, ok := p.Settings["traffic"]; ok {
+		if err := json.Unmarshal(raw, &tr); err != nil {
+			return fmt.Errorf("PLAN %s: settings.traffic: %w", name, err)
+		}
+	}
 	read := map[string]*schedule{}
 	for i := range p.Phases {
 		ph := &p.Phases[i]
@@ -110,11 +120,23 @@ func (p *plan) readSchedules(name string) error {
 			if err != nil {
 				return fmt.Errorf("PLAN %s: phase %s: %w", name, ph.Name, err)
 			}
+			if n := s.routeCount(); n > len(tr.Routes) {
+				return fmt.Errorf("PLAN %s: phase %s: its schedule names route %d, settings.traffic.routes has %d",
+					name, ph.Name, n-1, len(tr.Routes))
+			}
 			read[ph.Traffic] = s
 		}
-		ph.sched = read[ph.Traffic]
+		ph.sched, ph.routes = read[ph.Traffic], tr.Routes
 	}
 	return nil
+}
+
+// route: request i's route index in the plan's routes (-1: not a replay).
+func (ph *phase) route(i int) int {
+	if ph.sched == nil {
+		return -1
+	}
+	return int(ph.sched.route[i/len(ph.Paths)])
 }
 
 // check refuses what this generator cannot run: it holds fixed arrival

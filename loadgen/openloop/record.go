@@ -103,16 +103,26 @@ func (t *tally) add(o outcome, sent, due time.Duration) {
 	}
 }
 
-// phaseRecord: a phase's figures, the stream's and each path's, per block.
+// phaseRecord: a phase's figures, the stream's and each path's, per block;
+// a replay's also per route.
 type phaseRecord struct {
 	mu      sync.Mutex
 	all     *tally
 	late    int64 // sent more than lateAfter behind its due time
 	dropped int64 // not sent: maxInFlight requests were in flight
 	byPath  map[string]*tally
-	byBlock map[string][]*tally // a measured interleaved stream: per path, per block (nil until used)
+	byBlock map[string][]*tally      // a measured interleaved stream: per path, per block (nil until used)
+	byRoute []map[string]*routeTally // a replay: per route of the plan, per path (nil until used)
 	nBlocks int
 	top     time.Duration
+}
+
+// routeTally: one route's requests on one path of a replay: its counts, the
+// durations of its successes, and per block their number and sum (the report
+// pairs the paths' block means route by route).
+type routeTally struct {
+	*tally
+	blockN, blockSumUS []int64
 }
 
 func newPhaseRecord(ph *phase, top time.Duration) *phaseRecord {
@@ -124,7 +134,29 @@ func newPhaseRecord(ph *phase, top time.Duration) *phaseRecord {
 			r.byBlock[p] = make([]*tally, r.nBlocks)
 		}
 	}
+	for range ph.routes {
+		r.byRoute = append(r.byRoute, map[string]*routeTally{})
+	}
 	return r
+}
+
+// addRoute: a replayed request's figures under its route (-1: none).
+func (r *phaseRecord) addRoute(route int, path string, block int, o outcome, sent time.Duration) {
+	if route < 0 || route >= len(r.byRoute) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.byRoute[route][path]
+	if t == nil {
+		t = &routeTally{tally: newTally(r.top, false), blockN: make([]int64, r.nBlocks), blockSumUS: make([]int64, r.nBlocks)}
+		r.byRoute[route][path] = t
+	}
+	t.add(o, sent, 0)
+	if o.ok() && block >= 0 && block < r.nBlocks {
+		t.blockN[block]++
+		t.blockSumUS[block] += max(sent.Microseconds(), histLowest)
+	}
 }
 
 func (r *phaseRecord) add(path string, block int, o outcome, sent, due time.Duration, late bool) {

@@ -38,6 +38,9 @@ func newNoteServer(t *testing.T) *noteServer {
 		s.mu.Lock()
 		s.got[path] = append(s.got[path], noted{r.Method, "/" + rest, time.Now()})
 		s.mu.Unlock()
+		if strings.HasPrefix(rest, "slow/") {
+			time.Sleep(5 * time.Millisecond)
+		}
 	}))
 	t.Cleanup(s.Close)
 	return s
@@ -59,7 +62,10 @@ func replayPlan(t *testing.T, url string) (plan string, due []int64, targets, me
 		if c%4 == 3 {
 			m = "HEAD"
 		}
-		tg := fmt.Sprintf("/users/%d/orders?page=%d", c, c%3)
+		tg := fmt.Sprintf("/users/%d/orders?page=%d", c, c%3) // route 0; odd cycles route 1, answered after 5 ms
+		if c%2 == 1 {
+			tg = fmt.Sprintf("/slow/%d", c)
+		}
 		due, targets, methods = append(due, d), append(targets, tg), append(methods, m)
 		spacing := 500 // the burst's cycles 2 ms apart; the others 15 ms apart, their paths 5 ms
 		if c >= 5 {
@@ -79,8 +85,9 @@ func replayPlan(t *testing.T, url string) (plan string, due []int64, targets, me
 			"progress": "phase", "traffic": "replay.tsv"}
 	}
 	doc := map[string]any{"testid": "t", "urls": map[string]string{}, "gap_s": 0, "idle": nil, "describe": "a replay",
-		"settings": map[string]any{"mode": "rate", "generator": "openloop", "rate": 100, "seed": 7},
-		"phases":   []any{ph(0, 0.04, 0), ph(1, 1, 0.2)}}
+		"settings": map[string]any{"mode": "rate", "generator": "openloop", "rate": 100, "seed": 7,
+			"traffic": map[string]any{"routes": []string{"/users/{id}/orders", "/slow/{id}"}}},
+		"phases": []any{ph(0, 0.04, 0), ph(1, 1, 0.2)}}
 	js, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +114,30 @@ func TestReplaySendsTheScheduleToEveryPath(t *testing.T) {
 	}
 	if _, ok := measured["traffic"]; ok {
 		t.Error("load.json names the schedule's file (a plan-only field)")
+	}
+	// Per route: 15 cycles each, on every path; each block's count and sum of
+	// durations, their mean the route's answer time (5 ms, or none).
+	for i, want := range []struct {
+		route  string
+		lo, hi float64 // ms
+	}{{"/users/{id}/orders", 0, 4}, {"/slow/{id}", 5, 30}} {
+		rt := measured["by_route"].([]any)[i].(map[string]any)
+		if rt["route"] != want.route {
+			t.Fatalf("by_route[%d] is %v, want %s", i, rt["route"], want.route)
+		}
+		for _, p := range []string{"a", "b", "c"} {
+			v := rt["by_path"].(map[string]any)[p].(map[string]any)
+			bl := v["blocks"].(map[string]any)
+			var n, sum float64
+			for b := range bl["n"].([]any) {
+				n += num(bl["n"].([]any)[b])
+				sum += num(bl["sum_ms"].([]any)[b])
+			}
+			if num(v["requests"]) != 15 || n != 15 || sum/n < want.lo || sum/n > want.hi {
+				t.Errorf("%s on %s: %v requests, %v in blocks, mean %.2f ms; want 15, 15, %v-%v ms", want.route, p,
+					v["requests"], n, sum/n, want.lo, want.hi)
+			}
+		}
 	}
 	first, last := make([]time.Time, 30), make([]time.Time, 30) // each cycle's first and last arrival
 	for _, p := range []string{"a", "b", "c"} {

@@ -88,3 +88,12 @@ func (s *schedule) cycles(durationS float64) int {
 	end := int64(durationS * 1e6)
 	return sort.Search(len(s.due), func(c int) bool { return s.due[c] >= end })
 }
+
+// routeCount: one more than the highest route index it names.
+func (s *schedule) routeCount() int {
+	n := 0
+	for _, r := range s.route {
+		n = max(n, int(r)+1)
+	}
+	return n
+}

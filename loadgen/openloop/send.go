@@ -61,12 +61,12 @@ func (s *sender) phase(ctx context.Context, p *plan, ph *phase, start time.Time,
 		}
 		s.inFlight.Add(1)
 		method, url := ph.request(path, i)
-		go s.one(ctx, method, url, path, block, due, rec, labels)
+		go s.one(ctx, method, url, path, block, ph.route(i), due, rec, labels)
 	}
 }
 
 // one request: sent now, timed to its last byte, recorded.
-func (s *sender) one(ctx context.Context, method, url, path string, block int, due time.Time, rec *phaseRecord, labels phaseLabels) {
+func (s *sender) one(ctx context.Context, method, url, path string, block, route int, due time.Time, rec *phaseRecord, labels phaseLabels) {
 	s.m.inFlight.Inc()
 	defer func() { s.m.inFlight.Dec(); <-s.slots; s.inFlight.Done() }()
 	req, err := http.NewRequestWithContext(ctx, method, url, nil)
@@ -86,6 +86,7 @@ func (s *sender) one(ctx context.Context, method, url, path string, block int, d
 	o := classify(resp, err)
 	late := sent.Sub(due) > lateAfter
 	rec.add(path, block, o, done.Sub(sent), done.Sub(due), late)
+	rec.addRoute(route, path, block, o, done.Sub(sent))
 	s.m.observe(labels, path, o, done.Sub(sent), late)
 }
 

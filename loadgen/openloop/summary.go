@@ -80,6 +80,31 @@ func phaseJSON(p *plan, ph *phase, r *phaseRecord) map[string]any {
 		}
 		out["by_path"] = by
 	}
+	if len(r.byRoute) > 0 {
+		out["by_route"] = routesJSON(ph, r)
+	}
+	return out
+}
+
+// routesJSON: a replay's figures per route of the plan (settings.traffic's
+// routes, in order) and path: counts, durations, and per block the number
+// and sum of its successes' durations.
+func routesJSON(ph *phase, r *phaseRecord) []map[string]any {
+	out := make([]map[string]any, len(r.byRoute))
+	for i, byPath := range r.byRoute {
+		by := map[string]any{}
+		for path, t := range byPath {
+			sum := make([]float64, len(t.blockSumUS))
+			for b, us := range t.blockSumUS {
+				sum[b] = float64(us) / 1000
+			}
+			by[path] = map[string]any{
+				"requests": t.requests, "failed_rate": share(t.failed, t.requests), "duration_ms": durations(t.sent),
+				"hdr": encode(t.sent), "blocks": map[string]any{"n": t.blockN, "sum_ms": sum},
+			}
+		}
+		out[i] = map[string]any{"route": ph.routes[i], "by_path": by}
+	}
 	return out
 }
 
