@@ -86,20 +86,19 @@ define lab_is_up
 		*) echo "make: the lab is not up ($$s is not running): make up first" >&2; exit 2 ;; esac; done
 endef
 
-# The plan, the generator and, with PRECISION, its later batches: loadgen/run.sh
-# starts what the run's program, loadgen/drive.py, names.
-# The generators say how long the plan runs before it starts, and which
-# phase it is in as each one starts (both from loadgen/plan.py).
-# make gives run.sh the run's id, mode and generator, and the settings it
-# reads on the host itself (settings.toml's run_sh), each from your shell or
-# make's command line, else .env, in single quotes; compose reads the others.
+# The run's program, loadgen/lab_run.py (the host's python3, its standard
+# library alone), drives the run: the plan, the generator and, with
+# PRECISION or a sweep, its later batches or steps.
+# make gives it the run's id, mode and generator, and the settings it reads
+# on the host itself (settings.toml's run_sh), each from your shell or make's
+# command line, else .env, in single quotes; compose reads the others.
 # >>> settings.toml: run.sh (make settings writes it)
 RUN_SH_SETTINGS := APP_LO_NOTRACK TRAFFIC
 # <<< settings.toml: run.sh
 quote = '$(subst ','\'',$(1))'
 run_plan = rc=0; COMPOSE="$(COMPOSE)" TESTID=$(TESTID) MODE=$(1) GENERATOR=$(2) \
 	$(foreach s,$(RUN_SH_SETTINGS),$(s)=$(call quote,$(call env,$(s)))) \
-	loadgen/run.sh || rc=$$?; $(loaded); exit $$rc
+	python3 loadgen/lab_run.py compose || rc=$$?; $(loaded); exit $$rc
 
 .PHONY: load
 load: ## Compare the paths at a fixed rate (openloop; GENERATOR=k6): one stream interleaving every path (the answer), then paired rounds per path (the costs) (SCENARIO, RATE, INTERLEAVE, ROUNDS, DURATION, PATHS, SEED)

@@ -1,9 +1,10 @@
-"""The run's one program (drive.py), driven as loadgen/run.sh drives it: the
-test asks it what to start, starts that (the real wrk runner with Debian's
-wrk, against a server on 127.0.0.1), and asks again, until it says done. Its
-exit paths (a generator failing in any batch or step, a bad setting,
-PRECISION not met, a sweep's probe failing) with the generator played by a
-function and the program asked in this process."""
+"""The run's judge (drive.py), asked as loadgen/lab_run.py asks it: the
+test asks what to start next (drive.json's "next"), starts that (the real
+wrk runner with Debian's wrk, against a server on 127.0.0.1), and asks
+again, until it says done. Its exit paths (a generator failing in any batch
+or step, a bad setting, PRECISION not met, a sweep's probe failing) with the
+generator played by a function and the judge asked in this process.
+lab_run.py itself, with its backends: test_lab_run.py."""
 import contextlib
 import io
 import json
@@ -38,22 +39,20 @@ def drive_here(results, testid, env, rc=0):
 
 
 def loop(results, testid, env, start, most=10, errors=None, ask=drive):
-    """run.sh's loop: (exit code, what the driver said, [(service, settings)] it
+    """lab_run.py's loop: (exit code, what the judge said, [(service, settings)] it
     started); errors, a list: what it said on stderr, line by line."""
-    env = {**env, "TESTID": testid}  # run.sh exports it
+    env = {**env, "TESTID": testid}  # lab_run.py passes it on
     rc, said, started = 0, [], []
     for _ in range(most):
         res = ask(results, testid, env, rc)
         assert res.returncode == 0, res.stdout + res.stderr
         if errors is not None:
             errors += res.stderr.splitlines()
-        *lines, last = res.stdout.splitlines()
-        said += lines
-        verb, *rest = last.split()
-        if verb == "done":
-            return int(rest[0]), said, started
-        service, *settings = rest
-        settings = dict(kv.split("=", 1) for kv in settings)
+        said += res.stdout.splitlines()
+        nxt = json.loads((Path(results) / testid / drive_py.STATE).read_text())["next"]
+        if "done" in nxt:
+            return nxt["done"], said, started
+        service, settings = nxt["run"], nxt["settings"]
         started.append((service, settings))
         rc = start(service, {**env, **settings})
     pytest.fail(f"no end after {most} steps: {started}")
@@ -73,23 +72,6 @@ def lab(tmp_path, local_catalogue):
         pytest.fail("wrk is not installed: scripts/test-deps.sh installs Debian's wrk")
     catalogue, _ = local_catalogue
     return {**os.environ, "CATALOGUE": str(catalogue), "RESULTS": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
-
-
-def test_precision_runs_its_second_stage_and_stops(tmp_path, lab):
-    """make max GENERATOR=wrk PRECISION: the first batch, then the one more
-    that its spread calls for (a target out of reach: up to MAX_ROUNDS), merged
-    into load.json, then done: Stein's procedure has no third look."""
-    env = {**lab, "MODE": "max", "GENERATOR": "wrk", "PATHS": "tcp-lo,uds-lo", "SCENARIO": "ping", "ROUNDS": "2",
-           "DURATION": "1", "WARMUP": "0", "IDLE": "0", "PRECISION": "0.01%", "MAX_ROUNDS": "4", "SEED": "1",
-           "CONNECTIONS": "2", "WRK_THREADS": "1"}
-    rc, said, started = loop(tmp_path, "d1", env, wrk_starter)
-    assert rc == 0, said
-    assert started == [("wrk", {}), ("wrk", {"FIRST_ROUND": "3", "ROUNDS": "2", "SEED": "1"})], said
-    assert said[0] == "wrk run testid=d1, max throughput"
-    assert said[-1] == "not met: stopped at MAX_ROUNDS=4"
-    assert sorted(p.name for p in (tmp_path / "d1").iterdir()) == ["drive.json", "load.json"]
-    load = json.loads((tmp_path / "d1" / "load.json").read_text())
-    assert load["settings"]["rounds"] == 4 and {p["round"] for p in load["phases"]} == {1, 2, 3, 4}
 
 
 def test_a_sweep_without_a_top_probes_first_then_plans_its_first_step(tmp_path, lab):

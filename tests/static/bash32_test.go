@@ -201,7 +201,7 @@ func TestHostScriptsRunOnBash32(t *testing.T) {
 	for _, u := range bash4Uses(makeRecipes(t)) {
 		t.Errorf("Makefile %s", u)
 	}
-	for _, want := range []string{"scripts/doctor.sh", "loadgen/compare.sh", "loadgen/run.sh"} {
+	for _, want := range []string{"scripts/doctor.sh", "loadgen/compare.sh", "scripts/k8s.sh"} {
 		if !slices.Contains(scripts, want) {
 			t.Errorf("%s not found among the shell scripts", want)
 		}

@@ -41,12 +41,12 @@ func TestTestIDFixedPerInvocation(t *testing.T) {
 			t.Fatalf("make -n %s: %v\n%s", target, err, out)
 		}
 		// Where the run is named: the pointer make report follows, and the
-		// TESTID loadgen/run.sh names everything else by (compose.json, the
+		// TESTID loadgen/lab_run.py names everything else by (compose.json, the
 		// plan, k6's testid label, wrk's load.json).
 		ids := map[string]string{}
 		for what, re := range map[string]string{
 			"results/last":            `echo (tick-[0-9]+) > results/last`,
-			"loadgen/run.sh's TESTID": `TESTID=(tick-[0-9]+) MODE=[a-z]+ GENERATOR=[a-z0-9]+ .*loadgen/run\.sh`,
+			"loadgen/lab_run.py's TESTID": `TESTID=(tick-[0-9]+) MODE=[a-z]+ GENERATOR=[a-z0-9]+ .*loadgen/lab_run\.py`,
 		} {
 			m := regexp.MustCompile(re).FindAllStringSubmatch(string(out), -1)
 			if m == nil {
@@ -216,10 +216,10 @@ func TestASecondLabKeepsItsOwnStateAndImages(t *testing.T) {
 	}
 }
 
-// make passes loadgen/run.sh the settings it reads on the host
+// make passes loadgen/lab_run.py the settings it reads on the host
 // (RUN_SH_SETTINGS, settings.toml's run_sh): each as your shell gives it,
 // quotes, spaces and $ as they are, else .env's. The command line make would
-// run is run with env in place of run.sh.
+// run is run with env in place of the program.
 func TestRunShGetsItsSettings(t *testing.T) {
 	traffic := `/logs/it's a $HOME "log".gz,b.log`
 	var env []string
@@ -235,9 +235,9 @@ func TestRunShGetsItsSettings(t *testing.T) {
 	if err != nil {
 		t.Fatalf("make -n load: %v\n%s", err, out)
 	}
-	line := regexp.MustCompile(`(?m)^rc=0; (.*) loadgen/run\.sh `).FindSubmatch(out)
+	line := regexp.MustCompile(`(?m)^rc=0; (.*) python3 loadgen/lab_run\.py compose `).FindSubmatch(out)
 	if line == nil {
-		t.Fatalf("make -n load runs no loadgen/run.sh:\n%s", out)
+		t.Fatalf("make -n load runs no loadgen/lab_run.py:\n%s", out)
 	}
 	sh := exec.Command("bash", "-c", string(line[1])+" env")
 	sh.Env = env
@@ -253,7 +253,7 @@ func TestRunShGetsItsSettings(t *testing.T) {
 	}
 	for k, want := range map[string]string{"TRAFFIC": traffic, "APP_LO_NOTRACK": lab.Env(t)["APP_LO_NOTRACK"], "MODE": "rate"} {
 		if v, ok := vars[k]; !ok || v != want {
-			t.Errorf("run.sh gets %s=%q (set: %v), want %q\n%s", k, v, ok, want, line[1])
+			t.Errorf("lab_run.py gets %s=%q (set: %v), want %q\n%s", k, v, ok, want, line[1])
 		}
 	}
 }
