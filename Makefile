@@ -187,15 +187,16 @@ logs: ## Follow the lab's logs
 
 .PHONY: k8s-up k8s-load k8s-report
 k8s-up: ## Install or upgrade the lab on kubectl's current cluster and wait until ready (K8S_NAMESPACE, K8S_VALUES=<file>, K8S_SET="key=value ...")
-	scripts/k8s.sh up
+	python3 loadgen/lab_run.py k8s up
 
-# Both read their figures with the host's Python, in .venv: k8s-load merges
-# the pods' HDR histograms (loadgen/merge_segments.py), k8s-report writes the report.
+# The run's program, loadgen/lab_run.py, on the host's Python; the judge
+# (loadgen/drive.py: the pods' HDR histograms merged) and the report on
+# .venv's, which has their packages.
 k8s-load: $(VENV)/.installed ## A run on the cluster: the openloop Job of K8S_PODS pods, each every K8S_PODS-th request of one stream; writes results/<run>/load.json, cluster.json (K8S_SET="load.rate=200 ...")
-	PYTHON=$(VENV)/bin/python scripts/k8s.sh load
+	PYTHON=$(VENV)/bin/python python3 loadgen/lab_run.py k8s load
 
 k8s-report: $(VENV)/.installed ## The report of the last cluster run (RUN=<id> for another), through a port-forward to the cluster's Prometheus
-	PYTHON=$(VENV)/bin/python scripts/k8s.sh report
+	PYTHON=$(VENV)/bin/python python3 loadgen/lab_run.py k8s report
 
 ##@ Development
 

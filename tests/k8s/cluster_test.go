@@ -13,8 +13,8 @@ import (
 	"uds-lab/tests/internal/lab"
 )
 
-// scripts/k8s.sh cluster (what make k8s-load writes as cluster.json), run for
-// real against the API server: with the release's pods bound to two nodes
+// The run's program's cluster.json (loadgen/lab_run.py k8s cluster: what
+// make k8s-load writes after each batch), run for real against the API server: with the release's pods bound to two nodes
 // (created here as the scheduler and the kubelets would; none runs), it
 // names the app's node and the node of every pod by component, so the
 // report can say whether nginx's pod and the app's shared a node.
@@ -50,12 +50,12 @@ func testClusterPlacement(t *testing.T, s *apiServer) {
 	create("/api/v1/namespaces/"+ns+"/pods", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"other-app","labels":{
 		"app.kubernetes.io/name":"uds-lab","app.kubernetes.io/instance":"other","app.kubernetes.io/component":"app"}},
 		"spec":{"nodeName":"n3","containers":[{"name":"app","image":"x"}]}}`)
-	cmd := exec.Command(lab.Path(t, "scripts", "k8s.sh"), "cluster", id)
+	cmd := exec.Command("python3", lab.Path(t, "loadgen", "lab_run.py"), "k8s", "cluster", id)
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(lab.Tool(t, "kubectl"))+":"+os.Getenv("PATH"),
 		"KUBECONFIG="+s.kubeconfig, "K8S_NAMESPACE="+ns)
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("k8s.sh cluster: %v\n%s", err, out)
+		t.Fatalf("lab_run.py k8s cluster: %v\n%s", err, out)
 	}
 	var c struct {
 		Node      string              `json:"node"`
@@ -63,10 +63,10 @@ func testClusterPlacement(t *testing.T, s *apiServer) {
 		Placement map[string][]string `json:"placement"`
 	}
 	if err := json.Unmarshal(out, &c); err != nil {
-		t.Fatalf("k8s.sh cluster: %v\n%s", err, out)
+		t.Fatalf("lab_run.py k8s cluster: %v\n%s", err, out)
 	}
 	want := map[string][]string{"app": {"n1"}, "nginx": {"n2"}, "openloop": {"n1", "n2"}, "prometheus": {"n2"}}
 	if c.Node != "n1" || c.Kubelet != "v1.37.2" || !reflect.DeepEqual(c.Placement, want) {
-		t.Errorf("k8s.sh cluster: node %q, kubelet %q, placement %v; want n1, v1.37.2, %v\n%s", c.Node, c.Kubelet, c.Placement, want, out)
+		t.Errorf("lab_run.py k8s cluster: node %q, kubelet %q, placement %v; want n1, v1.37.2, %v\n%s", c.Node, c.Kubelet, c.Placement, want, out)
 	}
 }

@@ -35,11 +35,12 @@ func notes(t *testing.T, rel, ns string, sets []string) string {
 }
 
 // NOTES.txt tells the user what to run next, for this release and
-// namespace, and what it says is what scripts/k8s.sh and the Makefile do:
-// the targets exist, the settings are k8s.sh's, the Secret and the Service
-// are the ones k8s.sh report reads.
+// namespace, and what it says is what the run's program (make k8s-*:
+// loadgen/lab_run.py k8s, loadgen/k8s_backend.py) does: the targets exist,
+// the settings are its, the Secret and the Service are the ones its report
+// reads.
 func TestNotesSayWhatToRunNext(t *testing.T) {
-	script, err := os.ReadFile(lab.Path(t, "scripts", "k8s.sh"))
+	script, err := os.ReadFile(lab.Path(t, "loadgen", "k8s_backend.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,19 +48,19 @@ func TestNotesSayWhatToRunNext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What k8s.sh does, which the notes must say in the same words.
-	for _, s := range []string{`ns=${K8S_NAMESPACE:-uds-lab} release=${K8S_RELEASE:-lab}`,
-		`kc get secret "$release-prometheus-auth" -o jsonpath='{.data.password}' | base64 -d`,
-		`svc=$release-prometheus sport=9090`, `kubectl --namespace "$pns" port-forward "svc/$svc" ":$sport"`,
-		`K8S_PROMETHEUS=<namespace>/<service>:<port>`, `"$PYTHON" -m report --run "$id"`,
-		`v.pop("load", None)`, `helm upgrade "$release" k8s/uds-lab --values "$tmp" "${args[@]}" --set load.enabled=true`} {
+	// What the program does, which the notes must say in the same words.
+	for _, s := range []string{`self.ns = env.get("K8S_NAMESPACE") or "uds-lab"`, `self.release = env.get("K8S_RELEASE") or "lab"`,
+		`"get", "secret", f"{s.release}-prometheus-auth", "-o",`, `"jsonpath={.data.password}")`, `base64.b64decode(secret)`,
+		`pns, svc, port = s.ns, f"{s.release}-prometheus", "9090"`, `"port-forward", f"svc/{svc}", f":{port}"`,
+		`K8S_PROMETHEUS=<namespace>/<service>:<port>`, `[s.python, "-m", "report", "--run", run`,
+		`values.pop("load", None)`, `sets = ["load.enabled=true", f"load.testid={self.testid}"`} {
 		if !strings.Contains(string(script), s) {
-			t.Fatalf("scripts/k8s.sh no longer has %q: check templates/NOTES.txt still says what it does, then this test", s)
+			t.Fatalf("loadgen/k8s_backend.py no longer has %q: check templates/NOTES.txt still says what it does, then this test", s)
 		}
 	}
 	for _, target := range []string{"k8s-load", "k8s-report"} {
-		if !regexp.MustCompile(`(?m)^` + target + `:.*scripts/k8s.sh|^` + target + `:[^\n]*\n\t.*scripts/k8s.sh`).Match(makefile) {
-			t.Fatalf("the Makefile has no target %s running scripts/k8s.sh", target)
+		if !regexp.MustCompile(`(?m)^` + target + `:[^\n]*\n\t.*loadgen/lab_run.py k8s ` + strings.TrimPrefix(target, "k8s-")).Match(makefile) {
+			t.Fatalf("the Makefile has no target %s running loadgen/lab_run.py k8s", target)
 		}
 	}
 
