@@ -9,7 +9,7 @@ from scipy import stats as sps
 
 from report import interleaved
 from report.lab import CATALOGUE, TERMS, listener_of, nginx_of, stood_in_for
-from report.stats import (ALPHA, diff_stats, fmt_interval, has_interval, holm, judge, lost_to, measurable,
+from report.stats import (ALPHA, ANSWER_ALPHA, diff_stats, fmt_interval, has_interval, holm, judge, lost_to, measurable,
                           no_interval, ratio_stats, significant, stein)
 from report.values import generator, is_max
 
@@ -132,13 +132,13 @@ def breakdown(phases, workload, figures=TERM_FIGURES, mixed=None, flat=False, fi
             if flat and all(p in rounds for p in t["paths"]):
                 a, b = t["paths"]
                 out[t["key"]]["figures"]["rps"] = ratio_stats(rounds[b].get("rps", {}), rounds[a].get("rps", {}))
-    # The answer's comparisons are judged together, in the answer and in the table alike.
+    # The answer's comparisons are judged together, their own family (at ANSWER_ALPHA), in the answer and the table alike.
     answer_keys = [t["key"] for t in TERMS if t.get("answer") and t["key"] in out]
     for k in answer_keys:
         d = out[k]["figures"].get("rps" if flat else "client_p50_ms")
         if d is not None and not d.get("blocks"):
             stein(d, first_stage)
-    holm([out[k]["figures"].get("rps" if flat else "client_p50_ms") for k in answer_keys])
+    holm([out[k]["figures"].get("rps" if flat else "client_p50_ms") for k in answer_keys], ANSWER_ALPHA)
     return out
 
 
@@ -414,10 +414,7 @@ def three_way(d, margin_pct, k):
     if inside:
         return {"verdict": "same", "margin": margin, "inside_margin": True,
                 "widened": (d["mean"] - half, d["mean"] + half)}
-    # Taken back by the report's correction: more seconds must survive the whole family (Bonferroni over it).
-    family = d.get("fdr_family") if judged_together(d) else k
-    return {"verdict": "unsure", "margin": margin, "inside_margin": False,
-            "to_decide": to_decide(d, margin, max(k, family or k))}
+    return {"verdict": "unsure", "margin": margin, "inside_margin": False, "to_decide": to_decide(d, margin, k)}
 
 
 def answer(w, phases, settings, terms=None, unpooled=None, route=None, failed=None, margin_pct=DEFAULT_MARGIN_PCT,
@@ -479,10 +476,7 @@ def answer_parts(w, phases, settings, terms=None, unpooled=None, route=None, fai
     chosen = answer_terms(terms)
     rows = [answer_row(t, terms[t["key"]], len(chosen), margin_pct, unpooled, failed) for t in chosen]
     judged = (f"the {len(chosen)} comparisons are judged together (Holm's correction)" if len(chosen) > 1
-              else "one comparison")
-    family = max([(terms[t["key"]]["figures"]["client_p50_ms"] or {}).get("fdr_family") or 0 for t in chosen] or [0])
-    if family > len(chosen):
-        judged += f", and with every comparison of the report ({family}, Benjamini-Hochberg)"
+              else "one comparison") + f", their own family at {ANSWER_ALPHA:.0%} of the report's {ALPHA:.0%}"
     method = interleaved.describe({t["key"]: terms[t["key"]] for t in chosen}) or \
         "Each interval is a 95% paired t-interval over rounds"
     return {"workload": w, "route": route, "rows": rows, "margin_pct": margin_pct,
@@ -606,13 +600,11 @@ def max_answer(w, phases, settings, unpooled=None, terms=None, failed=None):
         return (f"**`{w}`**: this run did not measure the socket and TCP through the same nginx: "
                 "no answer to give.")
     judged = len([r for r in ratios if r is not None])
-    family = max((r or {}).get("fdr_family") or 0 for r in ratios)
     out = (f"**`{w}`**, each path flat out ({generator(settings)}, {settings.get('connections')} connections): "
            + "".join(f"{x[0].upper()}{x[1:]}. " for x in refused)
            + (f"{'; '.join(parts)}. " if parts else "")
-           + f"Ratios of the geometric mean, Holm's correction over {judged} comparisons"
-           + (f", and Benjamini-Hochberg's over every comparison of the report ({family})."
-              if family > judged else "."))
+           + f"Ratios of the geometric mean, Holm's correction over {judged} comparisons, their own family at "
+           f"{ANSWER_ALPHA:.0%} of the report's {ALPHA:.0%}.")
     if unpooled:
         words = pooled_words(unpooled)
         out += f" {words[0].upper()}{words[1:]}, each request opened a new connection too."
@@ -647,9 +639,8 @@ def max_answer_parts(w, phases, settings, unpooled=None, terms=None, failed=None
             row.update(verdict="differs", words=f"{'more' if r['mean'] > 1 else 'fewer'} requests/s: "
                                                 f"{r['mean']:.2f}x TCP's")
         rows.append(row)
-    family = max([(terms[t["key"]]["figures"]["rps"] or {}).get("fdr_family") or 0 for t in chosen] or [0])
-    judged = f"Holm's correction over the {len(rows)} comparisons" + (
-        f", and Benjamini-Hochberg's over every comparison of the report ({family})" if family > len(rows) else "")
+    judged = (f"Holm's correction over the {len(rows)} comparisons, their own family at {ANSWER_ALPHA:.0%} of the "
+              f"report's {ALPHA:.0%}")
     return {"workload": w, "route": next((p.get("endpoint") for p in phases if p["workload"] == w), None) or w,
             "rows": rows, "max": True, "margin_pct": None,
             "failed": [x for x in (failed_phrase(t, failed) for t in chosen) if x], "controls": [], "note": "",

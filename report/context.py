@@ -7,8 +7,8 @@ from report.breakdown import (DEFAULT_MARGIN_PCT, answer, answer_parts, back_to_
 from report import interleaved
 from report.direct import rejudge, straight_to_the_app
 from report.queries import idle_baseline, phase_figures_with, server_cores, server_queries
-from report.lab import GENERATORS, pools, stack_of
-from report.stats import aggregate, common_reason, fdr, verdict
+from report.lab import GENERATORS, TERMS, pools, stack_of
+from report.stats import EXPLORE_ALPHA, aggregate, common_reason, fdr, verdict
 from report.values import generator, headline, is_max, labels, number, scalar
 from report.warnings import MAX_DROPPED_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, figure_warnings, late_reason, phase_warnings, ratio_warnings, warning
 
@@ -38,6 +38,10 @@ def env_value(environment, name):
     return None
 
 
+# The answer's comparisons: the terms catalogue.json marks `answer`, by the
+# figure the answer reads (the client median; requests/s flat out).
+ANSWER_KEYS = {t["key"] for t in TERMS if t.get("answer")}
+ANSWER_FIGURES = ("client_p50_ms", "rps")
 # Services compose.json has that a run of the paths does not use: make floor's,
 # make contract's and the report's own.
 NOT_IN_A_RUN = ("floor", "floor-near", "floor-far", "contract", "report", "notrack")
@@ -94,12 +98,14 @@ def interleaved_warnings(w, mixed, settings):
     return out
 
 
-def judged(workloads, direct):
-    """Every comparison a report judges: each breakdown term's figures, each
-    path's ratios to tcp, and the straight-to-the-app ratios."""
+def explored(workloads, direct):
+    """Every comparison a report judges but the answer's (the answer terms'
+    client median, or requests/s flat out: their own family, judged by
+    breakdown()): each breakdown term's figures, each path's ratios to tcp,
+    and the straight-to-the-app ratios."""
     for wl in workloads.values():
-        for t in (wl.get("breakdown") or {}).values():
-            yield from t["figures"].values()
+        for key, t in (wl.get("breakdown") or {}).items():
+            yield from (d for f, d in t["figures"].items() if not (key in ANSWER_KEYS and f in ANSWER_FIGURES))
         for e in wl["paths"].values():
             yield from (e["ratio_to_tcp"] or {}).values()
     for d in direct.values():
@@ -178,8 +184,8 @@ def build_report(load, compose, query, prometheus_url=None, margin_pct=DEFAULT_M
     warnings = add_breakdowns(load, phases, workloads, settings)
     # The client straight to the app (make max GENERATOR=oha with the direct paths).
     direct = straight_to_the_app(phases, workloads) if is_max(settings) else {}
-    # Every comparison the report judges, beyond the answer's own Holm: Benjamini-Hochberg across the report.
-    fdr(judged(workloads, direct))
+    # The report's other comparisons, its exploration: Benjamini-Hochberg among themselves, at their share.
+    fdr(explored(workloads, direct), EXPLORE_ALPHA)
     rejudge(direct)
     for w, wl in workloads.items():
         for path, e in wl["paths"].items():

@@ -2,7 +2,7 @@
 from report.breakdown import DEFAULT_MARGIN_PCT, MAX_FAILED_SHARE, MIN_DOF_TO_PROJECT, POWER, fmt_diff, figures_for
 from report.direct import lines as direct_lines
 from report.interleaved import MIN_BLOCK_REQUESTS, MIN_BLOCKS, dof
-from report.stats import ALPHA, CONFIDENCE, has_interval, lost_to, no_interval
+from report.stats import ALPHA, ANSWER_ALPHA, CONFIDENCE, EXPLORE_ALPHA, has_interval, lost_to, no_interval
 from report.values import CORE_MODES, METRICS, generator, headline, is_max, number
 from report.warnings import estimated, MAX_DROPPED_SHARE, MAX_GENERATOR_CPU_SHARE, MAX_LATE_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, SAME_CEILING
 
@@ -267,7 +267,7 @@ def workload_section(w, wl, charts, settings=None, cores=None, estimates=None):
             "Ratio to tcp, computed per round (path's round r / tcp's round r), then their geometric mean and "
             f"({CONFIDENCE:.0%} interval, a t-interval on the log ratios over rounds). Below 1: less than tcp; an "
             "interval that includes 1 is no measurable difference. ‡: its own interval excludes 1, but not once "
-            "judged with the report's other comparisons (Benjamini-Hochberg): no measurable difference, so no "
+            "judged with the report's other comparisons but the answer's (Benjamini-Hochberg): no measurable difference, so no "
             "interval is given. " + tcp_pairs_words(wl.get("back_to_back_with_tcp")),
             "",
             "| path | req/s ratio | p50 ratio (95% CI) | p99 ratio | app CPU ratio | app ctx switches ratio | "
@@ -332,8 +332,10 @@ def breakdown_table(terms, settings=None):
            f"({CONFIDENCE:.0%} paired t-interval over rounds, share of the first path's figure). ")
         + "An interval that "
         "includes 0 is no measurable difference, and so is one below the resolution of the counter it was read from. "
-        "Every cell is judged with every other comparison of the report (Benjamini-Hochberg, false discovery rate "
-        "5%): a number is a finding that survived it; the rest are no measurable difference."
+        f"The answer's pairs' client median is judged with the answer (Holm's correction, at {ANSWER_ALPHA:.0%}); "
+        "every other cell with the report's other comparisons (Benjamini-Hochberg, false discovery rate "
+        f"{EXPLORE_ALPHA:.0%}): a number is a finding that survived its correction; the rest are no measurable "
+        "difference."
         + (" Flat out, a path's latency is mostly its queue at the limit, not a cost: the terms are in CPU and "
            "context switches per request only." if is_max(settings or {}) else ""),
         "",
@@ -450,8 +452,9 @@ def how_to_read_intervals(rep):
         f"more than {MAX_FAILED_SHARE:.0%} of its requests gets no verdict, only the path, its statuses and the "
         "likely cause. With `INTERLEAVE=0` the answer comes from the rounds (below).",
         f"- **Three verdicts**: *faster* or *slower by* so much when the interval excludes 0 once the answer's "
-        "comparisons are judged together (Holm's correction: the chance that any of them is called different "
-        f"when none is stays at {ALPHA:.0%}); *no difference larger than ±{m:g}%* when the interval, widened for "
+        "comparisons are judged together, their own family (Holm's correction: the chance that any of them is "
+        f"called different when none is stays at {ANSWER_ALPHA:.0%}, the answer's share of the report's "
+        f"{ALPHA:.0%}); *no difference larger than ±{m:g}%* when the interval, widened for "
         f"the comparisons judged together (Bonferroni), lies inside ±{m:g}% of TCP's median (equivalence; "
         "`MARGIN`); *not sure yet* otherwise, with the stream (or rounds) that would decide "
         f"{POWER * 10:.0f} times in 10 if the true difference is the one measured, its spread as uncertain as "
@@ -460,9 +463,10 @@ def how_to_read_intervals(rep):
         f"- **Costs and ratios** come from the rounds of one path at a time (each compared pair back to back, "
         "the order changing every round): a paired t-interval over rounds, a ratio's on the log ratios. A "
         "difference or ratio is measurable when its interval excludes no difference (0, or 1 for a ratio) and "
-        "the difference is larger than one step of the counter it was read from. Every comparison of the report, "
-        "the answer's too, is also judged with all the others by Benjamini-Hochberg's correction (false "
-        f"discovery rate {ALPHA:.0%}): a cell whose own interval excludes no difference but that the correction "
+        "the difference is larger than one step of the counter it was read from. Every comparison of the report "
+        "but the answer's is also judged with all the others by Benjamini-Hochberg's correction (false "
+        f"discovery rate {EXPLORE_ALPHA:.0%}, the rest of the report's {ALPHA:.0%}: with no difference anywhere, "
+        "a report states one in at most that share of runs): a cell whose own interval excludes no difference but that the correction "
         "takes back says so (‡ in the ratio table) and gives no interval. With 1 round, or rounds all equal, "
         "there is no interval and no verdict.",
     ]

@@ -10,7 +10,7 @@ import pytest
 import scipy.fft as sfft
 from scipy import stats as sps
 
-from report import breakdown, cli, context, interleaved, markdown
+from report import breakdown, cli, context, interleaved, markdown, stats
 from report.breakdown import failures
 from report.test_report import COMPOSE, build, fake_query, make_k6, server_table
 
@@ -244,13 +244,28 @@ def test_a_pair_short_of_blocks_is_named_with_its_reason():
             "both paths had a median (each from 5 or more successful requests)") in text
 
 
-def test_a_difference_taken_back_by_the_reports_correction_projects_over_its_family():
-    """Its interval alone excludes 0 (20 to 60 µs over 30 blocks), but not once
-    the report's 172 comparisons are judged together: the stream named must
-    survive them all, longer than a projection over the answer's 4 alone."""
-    d = diff(40, 20, 60, n=30, blocks=30, block_s=1, p_fdr=0.2, fdr_family=172)
-    v = breakdown.three_way(d, 2, 4)
-    assert v["verdict"] == "unsure" and v["to_decide"] > breakdown.to_decide(d, v["margin"], 4) > 30
+def test_the_answer_is_its_own_family_and_the_rest_another():
+    """The answer's comparisons: Holm among themselves at 4% (p_holm scaled
+    by 5/4 to be held to 5%); every other comparison of the report:
+    Benjamini-Hochberg among themselves at 1% (p_fdr scaled by 5). Holm on
+    0.01, 0.02, 0.3: 0.03, 0.04, 0.3, scaled 0.0375, 0.05, 0.375: the first
+    alone is called. BH on 0.002, 0.004, 0.5: 0.006, 0.006, 0.5, scaled
+    0.03, 0.03, 1.0 (capped): the first two."""
+    ps = [{"p": 0.01}, {"p": 0.02}, {"p": 0.3}]
+    stats.holm(ps, stats.ANSWER_ALPHA)
+    assert [d["p_holm"] for d in ps] == pytest.approx([0.0375, 0.05, 0.375], abs=1e-12)
+    qs = [{"p": 0.002}, {"p": 0.004}, {"p": 0.5}]
+    stats.fdr(qs, stats.EXPLORE_ALPHA)
+    assert [d["p_fdr"] for d in qs] == pytest.approx([0.03, 0.03, 1.0], abs=1e-12)
+    assert stats.ANSWER_ALPHA + stats.EXPLORE_ALPHA == pytest.approx(stats.ALPHA)
+    # In a report: the answer's client medians are judged by Holm alone; the other terms and ratios by BH alone.
+    wl = build(two_streams())["workloads"]["ping"]
+    for key, t in wl["breakdown"].items():
+        d = t["figures"]["client_p50_ms"]
+        if key in ("socket_new", "socket_pooled"):
+            assert "p_holm" in d and "p_fdr" not in d, key
+        elif d is not None and d.get("p") is not None:
+            assert "p_fdr" in d and "p_holm" not in d, key
 
 
 def test_a_stream_run_charts_the_answer_the_stream_and_its_percentiles(tmp_path):

@@ -106,9 +106,13 @@ def test_paths_that_do_not_differ_are_no_further_apart_than_the_margin():
     """No shift, a tight stream: each answer pair inside ±2% of TCP's median
     (the margin, MARGIN), its interval widened for the 4 comparisons."""
     rep = build(mixed_load(shift_ms=0.0, seed=7))
+    rows = rep["workloads"]["ping"]["answer_parts"]["rows"]
+    assert len(rows) == 4 and all(r["inside_margin"] for r in rows)
+    # The answer, its own family at 4%, calls one of them (p 0.007, Holm 0.036): a false claim in this draw, said
+    # with its other half, inside the margin; the report's other comparisons (1%) no longer take it back.
     ans = rep["workloads"]["ping"]["answer"]
-    assert "saved" not in ans and "cost " not in ans
-    assert ans.count("made no difference larger than ±2% (") == 4 and ans.count("inside the margin: equivalent") == 4
+    assert ans.count("made no difference larger than ±2% (") == 3 and ans.count("inside the margin: equivalent") == 3
+    assert "saved 3 µs (0% of tcp-lo's median)" in ans and "inside the ±2% (18 µs) that counts" in ans
 
 
 def test_a_block_without_a_median_is_left_out_of_the_pairing():

@@ -287,3 +287,19 @@ def test_the_answer_finds_four_percent_at_the_defaults():
         row = next(r for r in rows if r["pair"] == ["uds-lo", "tcp-lo"])
         found += row["verdict"] == "differs" and row["saved_us"] > 0
     assert found >= 28, found
+
+
+def test_the_answer_finds_three_percent_inside_a_full_report():
+    """The answer is its own family (Holm at 4%), not one of the report's
+    ~150 comparisons (Benjamini-Hochberg): a true 3% saving of uds-lo
+    against tcp-lo (9 µs of about 300), every other path the same, is found
+    in at least 70% of 40 full reports at INTERLEAVE=60 (docs/statistics.md
+    has the power measured, and the power judged with the report, as before)."""
+    rng = np.random.default_rng(65)
+    found = 0
+    for _ in range(40):
+        k6, table = null_run(rng, "rate", interleave=60, shift={"uds-lo": -9.0})
+        rows = context.build_report(k6, PINNED, fake_query(table))["workloads"]["ping"]["answer_parts"]["rows"]
+        row = next(r for r in rows if r["pair"] == ["uds-lo", "tcp-lo"])
+        found += row["verdict"] == "differs" and row["saved_us"] > 0
+    assert found >= 28, found

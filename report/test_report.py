@@ -254,9 +254,10 @@ def test_ratios_are_computed_per_round_then_averaged():
     assert r["mean"] == pytest.approx((0.5 * 0.6 * 0.7) ** (1 / 3))
     assert (r["min"], r["max"], r["rounds"]) == (pytest.approx(0.5), pytest.approx(0.7), 3)
     # A t-interval on the log ratios (2 degrees of freedom) excludes 1 on its own (p 0.03), but not once
-    # the report's comparisons are judged together (Benjamini-Hochberg).
+    # the report's comparisons but the answer's are judged together (Benjamini-Hochberg, at 1%: p_fdr 5 p).
     assert r["lo"] < r["mean"] < r["hi"] < 1 and r["p"] < 0.05 <= r["p_fdr"] and stats.judge(r) == "straddles"
-    assert "once the report's 2 comparisons are judged together" in \
+    assert r["p_fdr"] == pytest.approx(5 * r["p"]) and r["fdr_family"] == 1
+    assert "once the report's 1 comparisons are judged together" in \
         build(k6)["workloads"]["ping"]["paths"]["uds"]["verdict"]
 
 
