@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -103,6 +104,24 @@ func (t *tally) add(o outcome, sent, due time.Duration) {
 	}
 }
 
+// blockTally: one block of one path: its counts and its successes'
+// durations themselves (µs), 4 bytes a request where a histogram is 139 KB
+// a block: a replay of hours has thousands of blocks. load.json's histogram
+// of the block is made from them as it is written.
+type blockTally struct {
+	requests, failed int64
+	us               []int32
+}
+
+func (t *blockTally) add(o outcome, sent time.Duration) {
+	t.requests++
+	if !o.ok() {
+		t.failed++
+		return
+	}
+	t.us = append(t.us, int32(min(max(sent.Microseconds(), histLowest), math.MaxInt32)))
+}
+
 // phaseRecord: a phase's figures, the stream's and each path's, per block;
 // a replay's also per route.
 type phaseRecord struct {
@@ -111,7 +130,7 @@ type phaseRecord struct {
 	late    int64 // sent more than lateAfter behind its due time
 	dropped int64 // not sent: maxInFlight requests were in flight
 	byPath  map[string]*tally
-	byBlock map[string][]*tally      // a measured interleaved stream: per path, per block (nil until used)
+	byBlock map[string][]*blockTally // a measured interleaved stream: per path, per block (nil until used)
 	byRoute []map[string]*routeTally // a replay: per route of the plan, per path (nil until used)
 	nBlocks int
 	top     time.Duration
@@ -126,12 +145,12 @@ type routeTally struct {
 }
 
 func newPhaseRecord(ph *phase, top time.Duration) *phaseRecord {
-	r := &phaseRecord{all: newTally(top, true), byPath: map[string]*tally{}, byBlock: map[string][]*tally{},
+	r := &phaseRecord{all: newTally(top, true), byPath: map[string]*tally{}, byBlock: map[string][]*blockTally{},
 		nBlocks: blocks(ph), top: top}
 	if ph.Path == mix {
 		for _, p := range ph.Paths {
 			r.byPath[p] = newTally(top, true)
-			r.byBlock[p] = make([]*tally, r.nBlocks)
+			r.byBlock[p] = make([]*blockTally, r.nBlocks)
 		}
 	}
 	for range ph.routes {
@@ -172,9 +191,9 @@ func (r *phaseRecord) add(path string, block int, o outcome, sent, due time.Dura
 	if block >= 0 && block < r.nBlocks {
 		bs := r.byBlock[path]
 		if bs[block] == nil {
-			bs[block] = newTally(r.top, false)
+			bs[block] = &blockTally{}
 		}
-		bs[block].add(o, sent, due)
+		bs[block].add(o, sent)
 	}
 }
 

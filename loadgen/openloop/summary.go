@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -67,8 +68,9 @@ func phaseJSON(p *plan, ph *phase, r *phaseRecord) map[string]any {
 		for _, path := range ph.Paths {
 			pt := r.byPath[path]
 			bl := make([]map[string]any, r.nBlocks)
+			h := newHist(r.top)
 			for b, bt := range r.byBlock[path] {
-				bl[b] = blockJSON(bt, r)
+				bl[b] = blockJSON(bt, h)
 			}
 			by[path] = map[string]any{
 				"requests": pt.requests, "failed_rate": share(pt.failed, pt.requests),
@@ -121,16 +123,21 @@ func statusesJSON(t *tally) map[string]int64 {
 }
 
 // blockJSON: one block of one path: its requests, failures and the median
-// of its successes (null: none succeeded), with their histogram.
-func blockJSON(t *tally, r *phaseRecord) map[string]any {
+// of its successes (null: none succeeded), with their histogram, made in h
+// (one histogram reused block after block).
+func blockJSON(t *blockTally, h *hdrhistogram.Histogram) map[string]any {
+	h.Reset()
 	if t == nil {
-		t = newTally(r.top, false)
+		t = &blockTally{}
+	}
+	for _, us := range t.us {
+		record(h, time.Duration(us)*time.Microsecond)
 	}
 	var p50 any
-	if t.sent.TotalCount() > 0 {
-		p50 = float64(t.sent.ValueAtQuantile(50)) / 1000
+	if h.TotalCount() > 0 {
+		p50 = float64(h.ValueAtQuantile(50)) / 1000
 	}
-	return map[string]any{"requests": t.requests, "failed": t.failed, "p50": p50, "hdr": encode(t.sent)}
+	return map[string]any{"requests": t.requests, "failed": t.failed, "p50": p50, "hdr": encode(h)}
 }
 
 // loadJSON: the whole of load.json (load.schema.json).
