@@ -41,6 +41,9 @@ var (
 	closeWaitSettle = 2 * time.Second
 )
 
+// dialTimeout: how long one connect may take (see dialKept).
+const dialTimeout = 10 * time.Second
+
 // errNotKept: the app closed the connection with its response (Connection:
 // close, or FastCGI without keep_conn): there is nothing for nginx to keep.
 var errNotKept = errors.New("the app closed the connection with its response")
@@ -55,12 +58,14 @@ type keptConn struct {
 }
 
 // dialKept opens a connection to l, trying again while its queue is full (a
-// small backlog refuses a connect until the app has accepted).
+// small backlog refuses a Unix connect until the app has accepted; over TCP
+// the SYN is dropped and sent again after 1 s, then 3 s: dialTimeout waits
+// for both).
 func dialKept(cfg Config, l listener) (*keptConn, error) {
 	var conn net.Conn
 	var err error
 	for try := 0; try < 50; try++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 		conn, err = l.dial(ctx)
 		cancel()
 		if err == nil || !refused(err) {
