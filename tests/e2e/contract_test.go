@@ -55,7 +55,9 @@ type contractResult struct {
 // names end with the somaxconn they ran at: the app's own (the namespace's
 // default here, APP_SOMAXCONN being empty), then 16.
 var pitfallRows = []string{"listen backlog of each listener", "client address: the same over both listeners",
-	"workers: accepted connections spread over the app's processes", envelope}
+	"workers: accepted connections spread over the app's processes", envelope,
+	"keep-alive: the app's idle timeout against nginx's upstream keepalive_timeout",
+	"CLOSE_WAIT: kept connections the app leaves open after nginx closes them"}
 
 const (
 	envelope    = "failure envelope: bursts of new connections on each listener"
@@ -125,12 +127,21 @@ func checkContracts(t *testing.T) {
 			t.Errorf("the lab's app fails %s: %s", c.Clause, c.Why)
 		}
 	}
-	// Every pitfall row passes on the lab's app; at somaxconn 16 its socket
-	// refuses a burst (nginx's 502) where TCP queues every connection.
+	// Every pitfall row passes on the lab's app but the idle timeout's, which
+	// outlasts e2e's short wait (CONTRACT_IDLE_WAIT, tests/e2e/run.sh): info;
+	// at somaxconn 16 its socket refuses a burst (nginx's 502) where TCP
+	// queues every connection.
 	rows := pitfalls(t, own)
 	for _, name := range pitfallRows {
-		if c := own.Clauses[rows[name]]; c.Status != "pass" {
-			t.Errorf("the lab's app: %s: %s %s", name, c.Status, c.Why)
+		c, want := own.Clauses[rows[name]], "pass"
+		if name == pitfallRows[4] {
+			want = "info"
+			if !strings.Contains(c.Why, "unix: still open after") {
+				t.Errorf("the lab's app: %s: %s, want its connections still open at the wait's end", name, c.Why)
+			}
+		}
+		if c.Status != want {
+			t.Errorf("the lab's app: %s: %s %s, want %s", name, c.Status, c.Why, want)
 		}
 	}
 	low := own.Clauses[rows[lowEnvelope]]
@@ -157,6 +168,9 @@ func checkContracts(t *testing.T) {
 	for name, want := range map[string]string{
 		pitfallRows[0]: "unix /sock/app.sock 1", pitfallRows[1]: `unix ""`,
 		pitfallRows[2]: "24, 0, 0", pitfallRows[3]: "The socket refused from 4 in flight",
+		// Told to close idle connections after 1 s, and never to close its side.
+		pitfallRows[4]: "unix: closed by the app after 1.",
+		pitfallRows[5]: "still held 16 on tcp in CLOSE_WAIT and 16 on unix",
 	} {
 		if c := pit.Clauses[rows[name]]; c.Status != "WARN" || c.Pass || c.Fix == "" || !strings.Contains(c.Why, want) {
 			t.Errorf("pitfall app: %s: %s %q (fix %q), want WARN with %q and a fix", name, c.Status, c.Why, c.Fix, want)
