@@ -219,3 +219,8 @@ def test_a_replay_plan_and_its_load_json(openloop, tmp_path, local_catalogue):
     users = ph["by_route"][0]
     assert users["route"] == "/users/{id}" and {p: v["requests"] for p, v in users["by_path"].items()} == {"tcp": 3,
                                                                                                             "uds": 3}
+    # Its cycles are due at 0, 0.667 and 10 s, each path 1/3 s apart in the
+    # first two (13:55:36's three lines spread over the 2 s to the next time),
+    # 1/4 s in the last: blocks 0 and 0, 0 and 1, 10 and 10, over both paths.
+    n = [sum(x) for x in zip(*(v["blocks"]["n"] for v in users["by_path"].values()))]
+    assert n == [3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2]
