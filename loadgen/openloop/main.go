@@ -70,6 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return settingError{err}
 	}
+	setMemoryLimit(getenv, os.ReadFile)
 	p, err := readPlan(cfg.plan)
 	if err != nil {
 		return settingError{err}
