@@ -9,6 +9,7 @@ from scipy import stats as sps
 
 from report import interleaved
 from report.lab import CATALOGUE, TERMS, listener_of, nginx_of, stood_in_for
+from report.lab import margin_pct as margin_pct_setting
 from report.stats import (ALPHA, ANSWER_ALPHA, diff_stats, fmt_interval, has_interval, holm, judge, lost_to, measurable,
                           no_interval, ratio_stats, significant, stein)
 from report.values import generator, is_max
@@ -306,10 +307,6 @@ def failed_phrase(t, failed):
             + f" (more than {MAX_FAILED_SHARE:.0%} failed: its successes alone are timed, so no difference is read)")
 
 
-# The answer's equivalence margin when none is given (MARGIN in .env is the
-# one users set; the report's command line passes it): a difference smaller
-# than this share of TCP's median is "no difference".
-DEFAULT_MARGIN_PCT = 2.0
 # The longest stream (seconds) and the most rounds a "not sure yet" names.
 MOST_TO_DECIDE = 3600
 MOST_ROUNDS_TO_DECIDE = 100
@@ -417,10 +414,9 @@ def three_way(d, margin_pct, k):
     return {"verdict": "unsure", "margin": margin, "inside_margin": False, "to_decide": to_decide(d, margin, k)}
 
 
-def answer(w, phases, settings, terms=None, unpooled=None, route=None, failed=None, margin_pct=DEFAULT_MARGIN_PCT,
-           parts=None):
+def answer(w, phases, settings, terms=None, unpooled=None, route=None, failed=None, margin_pct=None, parts=None):
     """The answer for one workload in plain words (report.json's "answer"):
-    answer_parts() (parts, if already computed) as one paragraph."""
+    answer_parts() (parts, if already computed) as one paragraph; margin_pct: MARGIN (lab.margin_pct())."""
     if is_max(settings):
         return max_answer(w, phases, settings, unpooled, terms, failed)
     parts = parts or answer_parts(w, phases, settings, terms, unpooled, route, failed, margin_pct)
@@ -462,17 +458,18 @@ def projection_words(d, more):
     return f"{length} rounds (ROUNDS={length}, {extra} more) {chance}"
 
 
-def answer_parts(w, phases, settings, terms=None, unpooled=None, route=None, failed=None, margin_pct=DEFAULT_MARGIN_PCT):
+def answer_parts(w, phases, settings, terms=None, unpooled=None, route=None, failed=None, margin_pct=None):
     """The answer for one workload (rate mode), in parts: one row per
     comparison of the answer (its verdict, figures and words: the report's
     answer table; phrase: the same in a sentence), the sentences of the pairs
     with no verdict because a path failed, the controls' notes, the method.
     terms: the workload's breakdown, if already computed; unpooled:
     not_pooled()'s answer; failed: failures()'s, a pair with a path past
-    MAX_FAILED_SHARE getting no verdict."""
+    MAX_FAILED_SHARE getting no verdict; margin_pct: MARGIN (None: .env's default)."""
     terms = terms if terms is not None else breakdown(phases, w)
     route = route or next((p.get("endpoint") for p in phases if p["workload"] == w), None) or w
     failed = failed or {}
+    margin_pct = margin_pct_setting() if margin_pct is None else margin_pct
     chosen = answer_terms(terms)
     rows = [answer_row(t, terms[t["key"]], len(chosen), margin_pct, unpooled, failed) for t in chosen]
     judged = (f"the {len(chosen)} comparisons are judged together (Holm's correction)" if len(chosen) > 1

@@ -15,9 +15,9 @@ import jsonschema
 
 from report import floor as floor_report
 from report import sweep as sweep_report
-from report.breakdown import DEFAULT_MARGIN_PCT
 from report.charts import write_charts
 from report.context import build_report, compose_info
+from report.lab import margin_pct as read_margin
 from report.queries import phase_figures_with, server_cores
 from report.markdown import render_markdown
 from report.prometheus import prometheus_client
@@ -97,22 +97,10 @@ def run_sweep(run_dir, load, prometheus_url, query=None, rate=None):
     return rep
 
 
-def read_margin(value):
-    """MARGIN (a percentage of TCP's median, above 0 and below 100), or a
-    ReportError naming it."""
-    try:
-        m = float(value)
-    except (TypeError, ValueError):
-        m = None
-    if m is None or not 0 < m < 100:
-        raise ReportError(f'MARGIN="{value}": the answer\'s margin, a percentage of TCP\'s median above 0 and below 100 '
-                          "(.env: MARGIN=2)")
-    return m
-
-
 def run(run_id, prometheus_url, results_dir, query=None, rate=None, margin_pct=None, select=""):
     """Reads the inputs, builds the report, writes report.md, report.json and charts; returns the report.
-    select: label matchers added to every series selector of every query (a shared Prometheus: report/selection.py)."""
+    margin_pct: MARGIN (None: .env's default); select: label matchers added to every series selector of
+    every query (a shared Prometheus: report/selection.py)."""
     select = matchers(select)
     if query is None and select:
         query = selecting(prometheus_client(prometheus_url), select)
@@ -131,7 +119,8 @@ def run(run_id, prometheus_url, results_dir, query=None, rate=None, margin_pct=N
     # A Kubernetes run (scripts/k8s.sh): where it ran, in place of compose.json.
     cluster = read_json(run_dir / "cluster.json", required=False)
     query = query or prometheus_client(prometheus_url)
-    rep = build_report(load, compose, query, prometheus_url, margin_pct, cluster)
+    rep = build_report(load, compose, query, prometheus_url, read_margin() if margin_pct is None else margin_pct,
+                       cluster)
     rep["cluster"], rep["segments"] = cluster, load.get("segments")
     rep["prometheus_select"] = select or None
     floor = floor_report.newest(results_dir)
@@ -161,7 +150,7 @@ def main(argv=None):
         print(f"report: --run {args.run!r}: give a testid (a folder name under {args.results})", file=sys.stderr)
         return 2
     try:
-        margin = read_margin(os.environ.get("MARGIN", DEFAULT_MARGIN_PCT))
+        margin = read_margin(os.environ.get("MARGIN"))
         rep = run(args.run, args.prometheus, args.results, rate=int(args.rate) if args.rate else None, margin_pct=margin,
                   select=args.select)
     except ReportError as e:

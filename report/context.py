@@ -2,12 +2,12 @@
 which puts every part together into what report.json holds."""
 from datetime import datetime, timezone
 
-from report.breakdown import (DEFAULT_MARGIN_PCT, answer, answer_parts, back_to_back, breakdown, failures,
+from report.breakdown import (answer, answer_parts, back_to_back, breakdown, failures,
                               figures_for, mark_apart, max_answer_parts, not_pooled, pooled_words)
 from report import interleaved
 from report.direct import rejudge, straight_to_the_app
 from report.queries import idle_baseline, phase_figures_with, server_cores, server_queries
-from report.lab import GENERATORS, TERMS, pools, stack_of
+from report.lab import GENERATORS, TERMS, margin_pct as read_margin, pools, stack_of
 from report.stats import EXPLORE_ALPHA, aggregate, common_reason, fdr, verdict
 from report.values import generator, headline, is_max, labels, number, scalar
 from report.warnings import MAX_DROPPED_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, figure_warnings, late_reason, phase_warnings, ratio_warnings, warning
@@ -164,11 +164,12 @@ def run_warnings(load, phases, workloads, settings, gen, generator_cpus):
     return warnings
 
 
-def build_report(load, compose, query, prometheus_url=None, margin_pct=DEFAULT_MARGIN_PCT, cluster=None):
+def build_report(load, compose, query, prometheus_url=None, margin_pct=None, cluster=None):
     """Everything report.json holds, from the inputs and a query function;
-    margin_pct: the answer's equivalence margin (MARGIN); cluster: a
+    margin_pct: the answer's equivalence margin (MARGIN; None: .env's default); cluster: a
     Kubernetes run's cluster.json (scripts/k8s.sh), which words why a figure is missing."""
     where = "compose" if cluster is None else "kubernetes"
+    margin_pct = read_margin() if margin_pct is None else margin_pct
     settings = load.get("settings") or {}
     machine = machine_info(query)  # first query: a Prometheus that does not answer stops here
     gen = generator(settings)

@@ -8,7 +8,12 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
+from report.values import ReportError
+
 ROOT = Path(__file__).resolve().parent.parent
+# The settings' defaults (generated from settings.toml, where each is declared
+# once); the report's container has none: compose passes the settings it reads.
+ENV_FILE = ROOT / ".env"
 CATALOGUE = json.loads((ROOT / "catalogue.json").read_text())
 # One colour per path, the same in Grafana and in the report's charts.
 PATH_COLOURS = {name: p["colour"] for name, p in CATALOGUE["paths"].items()}
@@ -55,6 +60,24 @@ def service(name):
 def nginx_of(path):
     """The compose service of the nginx that serves a path (catalogue.json)."""
     return (CATALOGUE["paths"].get(path) or {}).get("nginx", "nginx")
+
+
+def margin_pct(value=None):
+    """MARGIN, the answer's margin, as a number (a percentage of TCP's median,
+    above 0 and below 100): value (the environment's, where it is set), else
+    .env's default; a ReportError naming it otherwise."""
+    if value is None:
+        value = dotenv_values(ENV_FILE, interpolate=False).get("MARGIN") if ENV_FILE.is_file() else None
+        if value is None:
+            raise ReportError(f"MARGIN is not set, and .env, which holds its default, is not here ({ENV_FILE})")
+    try:
+        m = float(value)
+    except (TypeError, ValueError):
+        m = None
+    if m is None or not 0 < m < 100:
+        raise ReportError(f'MARGIN="{value}": the answer\'s margin, a percentage of TCP\'s median above 0 and below 100 '
+                          "(.env has its default)")
+    return m
 
 
 def listener_of(path):

@@ -1,7 +1,8 @@
 """report.md (pure rendering)."""
-from report.breakdown import DEFAULT_MARGIN_PCT, MAX_FAILED_SHARE, MIN_DOF_TO_PROJECT, POWER, fmt_diff, figures_for
+from report.breakdown import MAX_FAILED_SHARE, MIN_DOF_TO_PROJECT, POWER, fmt_diff, figures_for
 from report.direct import lines as direct_lines
 from report.interleaved import MIN_BLOCK_REQUESTS, MIN_BLOCKS, dof
+from report.lab import margin_pct
 from report.stats import ALPHA, ANSWER_ALPHA, CONFIDENCE, EXPLORE_ALPHA, has_interval, lost_to, no_interval
 from report.values import CORE_MODES, METRICS, generator, headline, is_max, number
 from report.warnings import estimated, MAX_DROPPED_SHARE, MAX_GENERATOR_CPU_SHARE, MAX_LATE_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, SAME_CEILING
@@ -439,7 +440,7 @@ def answer_table(parts):
 def how_to_read_intervals(rep):
     """How the answer and the other figures are judged, from the constants
     and the method the code uses."""
-    m = rep.get("margin_pct", DEFAULT_MARGIN_PCT)
+    m = rep["margin_pct"] if rep.get("margin_pct") is not None else margin_pct()
     return [
         "- **The answer** comes from the interleaved stream, where it ran (`INTERLEAVE`, on by default): each "
         "pair's client medians are paired block by block (1 s; a block's median needs "

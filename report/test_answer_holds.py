@@ -316,3 +316,28 @@ def test_make_max_gives_no_ratio_for_a_path_that_failed_its_requests():
     assert "- **no verdict** against TCP across the Docker bridge (`uds` against `tcp`): `uds` failed 40%" in answer
     assert ("| new per request | TCP across the Docker bridge (`uds` vs `tcp`) | nginx | — | — | no verdict: uds "
             "failed 40% |") in answer
+
+
+def test_the_margins_default_is_envs_in_every_way_in(tmp_path, monkeypatch, capsys):
+    """MARGIN's default lives in .env (generated from settings.toml): cli.run()
+    without a margin (it crashed in three_way), build_report() without one
+    and make report with MARGIN unset all take .env's; another .env, another
+    margin."""
+    from dotenv import dotenv_values
+    from report import lab
+    want = float(dotenv_values(lab.ROOT / ".env")["MARGIN"])
+    (tmp_path / "r1").mkdir()
+    (tmp_path / "r1" / "load.json").write_text(json.dumps(run()))
+    k6 = json.loads((tmp_path / "r1" / "load.json").read_text())
+    rep = cli.run("r1", "http://127.0.0.1:1", tmp_path, query=fake_query(server_table(k6)))
+    assert rep["margin_pct"] == want and rep["workloads"]["ping"]["answer_parts"]["margin_pct"] == want
+    assert context.build_report(k6, COMPOSE, fake_query(server_table(k6)))["margin_pct"] == want
+    env = tmp_path / "other.env"
+    env.write_text("MARGIN=7\n")
+    monkeypatch.setattr(lab, "ENV_FILE", env)
+    monkeypatch.delenv("MARGIN", raising=False)
+    assert cli.run("r1", "http://127.0.0.1:1", tmp_path, query=fake_query(server_table(k6)))["margin_pct"] == 7.0
+    monkeypatch.setattr(lab, "ENV_FILE", tmp_path / "none.env")
+    with pytest.raises(cli.ReportError) as e:
+        cli.run("r1", "http://127.0.0.1:1", tmp_path, query=fake_query(server_table(k6)))
+    assert "MARGIN is not set, and .env, which holds its default, is not here" in str(e.value)
