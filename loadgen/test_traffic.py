@@ -14,6 +14,7 @@ from pathlib import Path
 import apachelogs
 import pytest
 
+import accesslog
 import traffic
 
 DATA = Path(__file__).resolve().parent / "testdata" / "traffic"
@@ -69,9 +70,9 @@ def test_combined_summary_knows_every_figure():
 
 def test_combined_requests_as_logged():
     reqs = requests(COMBINED)
-    assert reqs[0] == traffic.Request(T0_COMBINED, "GET", "/users/42", 200, 100, None, None)
+    assert reqs[0] == accesslog.Request(T0_COMBINED, "GET", "/users/42", 200, 100, None, None)
     assert reqs[4].time == T0_COMBINED + 2                      # -0700 read as its offset
-    assert reqs[6] == traffic.Request(T0_COMBINED + 3, "", "", 400, 0, None, None)    # "-": no request line
+    assert reqs[6] == accesslog.Request(T0_COMBINED + 3, "", "", 400, 0, None, None)    # "-": no request line
     assert reqs[8].path == '/files/a"b.txt'                     # nginx's \x22 undone
     assert reqs[9].path == "/users/42"                          # absolute form: scheme and host dropped
     assert reqs[10].path == "/caf%C3%A9"                        # \xC3\xA9 (UTF-8 é) percent-encoded
@@ -119,13 +120,13 @@ def test_json_msec_summary_knows_every_figure():
     ("0.003, -", 0.003), ("-", None), ("", None), (None, None), ("-, -", None), (0.5, 0.5),
 ])
 def test_upstream_time_every_documented_form_summed(value, kept):
-    assert traffic.upstream_seconds(value) == (pytest.approx(kept) if kept is not None else None)
+    assert accesslog.upstream_seconds(value) == (pytest.approx(kept) if kept is not None else None)
 
 
 @pytest.mark.parametrize("value", ["abc", "0.002, x", "-1", "1e3", "99999", True, [1]])
 def test_upstream_time_bad(value):
-    with pytest.raises(traffic.LineError, match="upstream_time"):
-        traffic.upstream_seconds(value)
+    with pytest.raises(accesslog.LineError, match="upstream_time"):
+        accesslog.upstream_seconds(value)
 
 
 def test_json_other_time_and_request_fields(tmp_path):
@@ -140,7 +141,7 @@ def test_json_other_time_and_request_fields(tmp_path):
         '"bytes_sent":"0"}\n')
     reqs = requests(log)
     assert [r.time - T0_JSON for r in reqs] == [0, 1, 2]
-    assert reqs[1] == traffic.Request(T0_JSON + 1, "GET", "/a%20b", 200, 120, 0.5, None)   # $uri is decoded: re-encoded
+    assert reqs[1] == accesslog.Request(T0_JSON + 1, "GET", "/a%20b", 200, 120, 0.5, None)   # $uri is decoded: re-encoded
     assert reqs[2].request_time is None and reqs[2].upstream_time is None
     s = summary(log)
     assert s["files"][0]["fields"]["bytes"] == "bytes_sent" and s["files"][0]["fields"]["path"] == "uri"
@@ -149,7 +150,7 @@ def test_json_other_time_and_request_fields(tmp_path):
     renamed.write_text('{"ts":1700000000.5,"line":"GET /r?a=1 HTTP/2.0","code":"404","size":"9","rt":"0.2"}\n')
     env = {"TRAFFIC_TIME_FIELD": "ts", "TRAFFIC_REQUEST_FIELD": "line", "TRAFFIC_STATUS_FIELD": "code",
            "TRAFFIC_BYTES_FIELD": "size", "TRAFFIC_REQUEST_TIME_FIELD": "rt"}
-    assert requests(renamed, **env) == [traffic.Request(T0_JSON + 0.5, "GET", "/r", 404, 9, 0.2, None)]
+    assert requests(renamed, **env) == [accesslog.Request(T0_JSON + 0.5, "GET", "/r", 404, 9, 0.2, None)]
 
 
 def test_json_empty_request_is_no_request_line(tmp_path):
@@ -178,7 +179,7 @@ def test_agrees_with_apachelogs_on_every_combined_line():
         assert r.time == e.request_time.timestamp()
         assert r.status == e.final_status and r.bytes == (e.bytes_sent or 0)
         line = e.request_line.encode("latin-1").decode("utf-8", "surrogateescape") if e.request_line else "-"
-        assert (r.method, r.path) == traffic.request_line(line, True)
+        assert (r.method, r.path) == accesslog.request_line(line, True)
 
 
 def test_fuzzed_lines_parse_or_fail_by_field():
@@ -196,12 +197,12 @@ def test_fuzzed_lines_parse_or_fail_by_field():
             line = rng.choice([line[:i], line[:i] + rng.choice(odd) + line[i:], line[:i] + line[i + 1:]])
         try:
             if line.lstrip().startswith("{"):
-                req, _ = traffic.parse_json(line, fields, False, {})
+                req, _ = accesslog.parse_json(line, fields, False, {})
             else:
-                req, _ = traffic.parse_combined(line, False)
-            assert isinstance(req, traffic.Request) and (req.path == "" or not traffic.UNSAFE.search(req.path))
+                req, _ = accesslog.parse_combined(line, False)
+            assert isinstance(req, accesslog.Request) and (req.path == "" or not accesslog.UNSAFE.search(req.path))
             outcomes["ok"] += 1
-        except traffic.LineError as e:
+        except accesslog.LineError as e:
             assert e.field in {"time", "request", "status", "bytes", "referrer", "user agent", "end of line",
                                "json", "method", "path", "request_time", "upstream_time"}
             outcomes["error"] += 1
@@ -427,6 +428,6 @@ def test_private_data_stays_private(tmp_path, capsys):
         assert "line 1 (" in out.err or "line 5 (" in out.err
         assert_clean(out.out + out.err)
     for value in ("SECRETFIELD", "1.0SECRETFIELD"):
-        with pytest.raises(traffic.LineError) as e:
-            traffic.seconds("request_time", value)
+        with pytest.raises(accesslog.LineError) as e:
+            accesslog.seconds("request_time", value)
         assert_clean(str(e.value) + repr(e.value))
