@@ -80,9 +80,11 @@ def merge_figures(items):
 
 def merge_block(blocks):
     h = added([b["hdr"] for b in blocks])
+    some = h.get_total_count() > 0
     return {"requests": sum(b["requests"] for b in blocks), "failed": sum(b["failed"] for b in blocks),
-            "p50": h.get_value_at_percentile(50) / 1000 if h.get_total_count() else None,
-            "hdr": h.encode().decode()}
+            "p50": h.get_value_at_percentile(50) / 1000 if some else None,
+            "p99": h.get_value_at_percentile(99) / 1000 if some else None,
+            "mean": h.get_mean_value() / 1000 if some else None, "hdr": h.encode().decode()}
 
 
 def merge_route(routes):

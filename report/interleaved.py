@@ -50,7 +50,8 @@ def combine(streams):
     in one stream; block b of each is second b of its own stream), their
     requests, drops and statuses added, their failed and late shares over
     all their requests, their length summed from the first one's start, and
-    "streams" naming each with its paths; None where there is none. Their
+    "streams" naming each with its paths (a replay's routes, each path's
+    figures its stream's); None where there is none. Their
     durations over the stream are left out (the pooled requests' quantiles
     are no function of each stream's: each path's are in by_path), as is
     which stream (it is all of them)."""
@@ -68,8 +69,13 @@ def combine(streams):
     for p in streams:
         for k, n in (p.get("statuses") or {}).items():
             statuses[k] = statuses.get(k, 0) + n
-    first = {k: v for k, v in streams[0].items() if k not in ("duration_ms", "scheduled_ms", "hdr", "stream")}
+    first = {k: v for k, v in streams[0].items()
+             if k not in ("duration_ms", "scheduled_ms", "hdr", "stream", "by_route")}
+    # A replay's routes: the same in every stream, each path's figures its own stream's.
+    routes = ([{"route": rs[0]["route"], "by_path": {p: v for r in rs for p, v in r["by_path"].items()}}
+               for rs in zip(*(p["by_route"] for p in streams))] if all("by_route" in p for p in streams) else None)
     return {**first, "name": ", ".join(p["name"] for p in streams),
+            **({"by_route": routes} if routes is not None else {}),
             "by_path": {path: v for p in streams for path, v in (p.get("by_path") or {}).items()},
             "paths": [path for p in streams for path in p.get("paths") or p.get("by_path") or []],
             "start_offset_s": min(p.get("start_offset_s", 0) for p in streams),

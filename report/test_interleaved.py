@@ -218,6 +218,9 @@ COMBINED = {
     "duration_s": _total("duration_s"), "start_offset_s": lambda ss: min(s["start_offset_s"] for s in ss),
     # One path is in one stream: its figures are its stream's.
     "by_path": lambda ss: {p: v for s in ss for p, v in s["by_path"].items()},
+    # A replay: every stream sent the same routes; a route's paths are each its stream's.
+    "by_route": lambda ss: [{"route": rs[0]["route"], "by_path": {p: v for r in rs for p, v in r["by_path"].items()}}
+                            for rs in zip(*(s["by_route"] for s in ss))],
     "paths": lambda ss: [p for s in ss for p in s["paths"]],
     "name": lambda ss: ", ".join(s["name"] for s in ss),
     **{k: _same(k) for k in ("workload", "path", "round", "phase", "endpoint", "block_s", "step", "rate",
@@ -250,7 +253,10 @@ def random_streams(rng):
                        "blocks": [{"requests": rng.randint(0, 60), "p50": rng.uniform(0.1, 2)}]} for p in mine}
         n = sum(v["requests"] for v in by_path.values())
         ms = {q: rng.uniform(0.1, 9) for q in ("avg", "p50", "p90", "p99", "max")}
+        by_route = [{"route": r, "by_path": {p: {"requests": rng.randint(0, 900)} for p in mine}}
+                    for r in ("/users/{id}", "other")]
         out.append({**plan, "name": f"ping__mix-{j}__s{plan['step']}__r1", "paths": mine, "by_path": by_path,
+                    "by_route": by_route,
                     "stream": rng.choice(("pooled", "new")), "start_offset_s": start, "duration_s": dur,
                     "requests": n, "failed_rate": rng.random() / 10, "dropped_iterations": rng.randint(0, 300),
                     "late_rate": None if rng.random() < 0.15 else rng.random() / 10,

@@ -122,8 +122,9 @@ func statusesJSON(t *tally) map[string]int64 {
 	return st
 }
 
-// blockJSON: one block of one path: its requests, failures and the median
-// of its successes (null: none succeeded), with their histogram, made in h
+// blockJSON: one block of one path: its requests, failures and the median,
+// p99 and mean of its successes (null: none succeeded), with their
+// histogram, made in h
 // (one histogram reused block after block).
 func blockJSON(t *blockTally, h *hdrhistogram.Histogram) map[string]any {
 	h.Reset()
@@ -133,11 +134,13 @@ func blockJSON(t *blockTally, h *hdrhistogram.Histogram) map[string]any {
 	for _, us := range t.us {
 		record(h, time.Duration(us)*time.Microsecond)
 	}
-	var p50 any
+	var p50, p99, mean any
 	if h.TotalCount() > 0 {
 		p50 = float64(h.ValueAtQuantile(50)) / 1000
+		p99, mean = float64(h.ValueAtQuantile(99))/1000, h.Mean()/1000
 	}
-	return map[string]any{"requests": t.requests, "failed": t.failed, "p50": p50, "hdr": encode(h)}
+	return map[string]any{"requests": t.requests, "failed": t.failed, "p50": p50, "p99": p99, "mean": mean,
+		"hdr": encode(h)}
 }
 
 // loadJSON: the whole of load.json (load.schema.json).
