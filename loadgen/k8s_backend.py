@@ -48,8 +48,10 @@ JUDGE_S = 600
 POLL_S = 5
 PORT_FORWARD_S = 10
 NAME = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-# The Job's settings the judge may name for a later batch or step, as the chart's values.
-CHART_KEYS = {"ROUNDS": "load.rounds", "SEED": "load.seed", "PATHS": "load.paths"}
+# The settings the judge names for a batch or step (PRECISION's later batch, a
+# sweep's step), as the chart's values that give them to the Job.
+CHART_KEYS = {"ROUNDS": "load.rounds", "SEED": "load.seed", "PATHS": "load.paths", "FIRST_ROUND": "load.firstRound",
+              "SWEEP_STEP": "load.sweepStep", "SWEEP_TO": "load.sweepTo", "PLAN_FILE": "load.planFile"}
 
 
 def fail(msg):
@@ -108,6 +110,13 @@ def call(args, timeout=KUBECTL_S, check=True, **kw):
     return res.stdout
 
 
+def as_json(text, what):
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        fail(f"{what}: not JSON ({e}): {text[:200]}")
+
+
 class Cluster:
     """kubectl in the release's namespace."""
 
@@ -118,7 +127,7 @@ class Cluster:
         return call(["kubectl", "--namespace", self.s.ns, *args], **kw)
 
     def json(self, *args):
-        return json.loads(self.kubectl("get", *args, "-o", "json"))
+        return as_json(self.kubectl("get", *args, "-o", "json"), "kubectl get " + " ".join(args))
 
     def pods(self, selector):
         return self.json("pods", "-l", selector)["items"]
@@ -136,7 +145,7 @@ def cluster_json(s, testid):
     if not apps:
         fail(f"no app pod of release {s.release} in namespace {s.ns}")
     app = apps[0]
-    node = json.loads(call(["kubectl", "get", "node", app["spec"]["nodeName"], "-o", "json"]))
+    node = as_json(call(["kubectl", "get", "node", app["spec"]["nodeName"], "-o", "json"]), "kubectl get node")
     res = k.kubectl("exec", app["metadata"]["name"], "-c", "nginx", "--", "sh", "-c",
                     "cat /proc/sys/net/netfilter/nf_conntrack_count 2>/dev/null || echo 0", check=False).strip()
     images = {c["name"]: c["image"] for c in app["spec"]["containers"] if c["name"] in ("app", "nginx")}
@@ -205,7 +214,7 @@ class Kubernetes:
                              capture_output=True, text=True, timeout=KUBECTL_S)
         if res.returncode != 0:
             fail(f"no release {self.s.release} in namespace {self.s.ns} (make k8s-up first): {res.stderr.strip()}")
-        values = json.loads(res.stdout or "{}") or {}
+        values = as_json(res.stdout or "{}", "helm get values") or {}
         values.pop("load", None)
         fd, self.values = tempfile.mkstemp(suffix=".json")
         with os.fdopen(fd, "w") as f:
@@ -219,12 +228,10 @@ class Kubernetes:
             # One start instant for every pod (load.startAt, unix ms), K8S_START_LEAD s
             # from now: long enough for the pods to be scheduled, plan and start on a
             # warm node. A pod that comes up more than 5 ms after it sends nothing and fails.
-            sets.append(f"load.startAt={(int(time.time()) + self.s.lead) * 1000}")
+            sets.append(f"load.startAt={int((time.time() + self.s.lead) * 1000)}")
         for k, v in settings.items():
-            if k == "PLAN_FILE" and v == "plan.json":
-                continue  # the Job's own plan
             if k not in CHART_KEYS:
-                fail(f"{k}: a later batch or step (PRECISION, a sweep) does not run on Kubernetes")
+                fail(f"{k}: the chart has no value for it (loadgen/k8s_backend.py's CHART_KEYS)")
             sets.append(f"{CHART_KEYS[k]}={{{v}}}" if k == "PATHS" else f"{CHART_KEYS[k]}={v}")
         return [x for kv in sets for x in ("--set", kv)]
 
@@ -338,7 +345,8 @@ def report(s):
             select_args = ["--select", f'namespace="{s.ns}",uds_lab_release="{s.release}"']
         else:
             pns, svc, port = s.ns, f"{s.release}-prometheus", "9090"
-            values = json.loads(call(["helm", "get", "values", s.release, "--namespace", s.ns, "--all", "-o", "json"]))
+            values = as_json(call(["helm", "get", "values", s.release, "--namespace", s.ns, "--all", "-o", "json"]),
+                             "helm get values")
             if not values["prometheus"].get("enabled", True):
                 fail(f"release {s.release} runs no Prometheus (prometheus.enabled=false): name the cluster's, "
                      "K8S_PROMETHEUS=<namespace>/<service>:<port>")

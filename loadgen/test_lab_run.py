@@ -197,3 +197,107 @@ def test_an_interrupted_run_removes_its_generator_and_says_what_it_left(tmp_path
     assert "make: interrupted: uds-lab-c6-openloop stopped and removed; results/c6 holds what the run wrote" in out
     assert any(c["args"] == ["rm", "-f", "uds-lab-c6-openloop"] for c in
                (json.loads(line) for line in calls.read_text().splitlines()))
+
+
+# Kubernetes (lab_run.py k8s load): helm and kubectl played by one program.
+# helm upgrade with load.enabled=true runs the chart's Job here: plan.py with
+# the run's settings (the --set ones the judge named over the environment's),
+# then one real openloop per pod (OPENLOOP_SEGMENT i/n, OPENLOOP_START_AT the
+# start instant, load.json in its log between marker lines); kubectl answers
+# for the Job's status, its pods' logs and the release's pods and node.
+FAKE_CLUSTER = r'''#!/usr/bin/env python3
+import json, os, subprocess, sys
+args, job = sys.argv[1:], os.environ["JOB_DIR"]
+with open(os.environ["CALLS"], "a") as f:
+    f.write(json.dumps({"tool": os.path.basename(sys.argv[0]), "args": args}) + "\n")
+if os.path.basename(sys.argv[0]) == "helm":
+    sets = dict(a.split("=", 1) for a in args if "=" in a and a.startswith("load."))
+    if args[:2] == ["get", "values"]:
+        print("{}")
+    if sets.get("load.enabled") != "true":
+        sys.exit(0)
+    names = {"load.firstRound": "FIRST_ROUND", "load.rounds": "ROUNDS", "load.seed": "SEED", "load.paths": "PATHS",
+             "load.sweepStep": "SWEEP_STEP", "load.sweepTo": "SWEEP_TO", "load.testid": "TESTID"}
+    env = {**os.environ, "RESULTS": job, "GENERATOR": "openloop", "SWEEP": "rate",
+           **{names[k]: v.strip("{}") for k, v in sets.items() if k in names}}
+    if subprocess.run([os.environ["PY"], os.environ["LOADGEN"] + "/plan.py"], env=env).returncode:
+        sys.exit(1)
+    pods = int(sets["load.pods"])
+    procs = []
+    for i in range(pods):
+        pod = {**env, "PLAN": "%s/%s/%s" % (job, env["TESTID"], sets.get("load.planFile", "plan.json")),
+               "OPENLOOP_SEGMENT": "%d/%d" % (i, pods), "OPENLOOP_LOG_LOAD_JSON": "true",
+               "OPENLOOP_METRICS_ADDR": "off"}
+        if "load.startAt" in sets:
+            pod["OPENLOOP_START_AT"] = sets["load.startAt"]
+        procs.append(subprocess.Popen([os.environ["OPENLOOP"]], env=pod, stdout=open("%s/pod-%d.log" % (job, i), "w")))
+    rcs = [p.wait() for p in procs]
+    json.dump({"succeeded": rcs.count(0), "failed": len(rcs) - rcs.count(0)}, open(job + "/status", "w"))
+    sys.exit(0)
+if args[0] == "--namespace":
+    args = args[2:]
+pod = lambda name, component: {"metadata": {"name": name, "labels": {"app.kubernetes.io/component": component}},
+                               "spec": {"nodeName": "n1", "containers": [{"name": "app", "image": "app:t"},
+                                                                         {"name": "nginx", "image": "nginx:t"}]}}
+if args[:2] == ["get", "job"] and "-o" in args and args[-1].startswith("jsonpath"):
+    print(json.load(open(job + "/status"))[args[-1].split(".")[-1].rstrip("}")])
+elif args[:2] == ["get", "job"]:
+    print(json.dumps({"spec": {"template": {"spec": {"containers": [{"image": "openloop:t"}]}}}}))
+elif args[:2] == ["get", "pods"] and args[-1] == "name":
+    print("pod/openloop-" + args[3].rsplit("=", 1)[1])
+elif args[:2] == ["get", "pods"]:
+    mine = [pod("lab-app-1", "app")] + ([] if "component=app" in args[3] else [pod("lab-openloop-0", "openloop")])
+    print(json.dumps({"items": mine}))
+elif args[:1] == ["logs"]:
+    print(open("%s/pod-%s.log" % (job, args[1].rsplit("-", 1)[1])).read(), end="")
+elif args[:1] == ["exec"]:
+    print(0)
+elif args[:3] == ["get", "node", "n1"]:
+    print(json.dumps({"metadata": {"name": "n1"}, "status": {"capacity": {"cpu": "2"}, "nodeInfo": {
+        "kubeletVersion": "v1.37.2", "kernelVersion": "6.1", "osImage": "Debian",
+        "containerRuntimeVersion": "containerd"}}}))
+'''
+
+
+@pytest.fixture
+def cluster(tmp_path, lab):
+    bin_dir = tmp_path / "bin"
+    for name in ("helm", "kubectl"):
+        (bin_dir / name).write_text(FAKE_CLUSTER)
+        (bin_dir / name).chmod(0o755)
+    (tmp_path / "job").mkdir()
+    return {**lab, "JOB_DIR": str(tmp_path / "job"), "PYTHON": sys.executable, "K8S_START_LEAD": "3"}
+
+
+def test_k8s_precision_with_two_pods_merges_each_batch_and_runs_the_second(tmp_path, cluster):
+    """make k8s-load K8S_PODS=2 with PRECISION: each batch's two pods share
+    one start instant and every other request; the judge merges their
+    load.json exactly and sizes one more batch (FIRST_ROUND=3), which the
+    Job runs from the chart's values; load.json holds every planned request."""
+    testid = "k1"
+    env = {**cluster, "TESTID": testid, "K8S_PODS": "2", "MODE": "rate", "PATHS": "tcp-lo,uds-lo", "RATE": "20",
+           "INTERLEAVE": "0", "ROUNDS": "2", "DURATION": "1", "PRECISION": "0.01%", "MAX_ROUNDS": "3"}
+    run, last = runplan.ROOT / "results" / testid, runplan.ROOT / "results" / "last"
+    was = last.read_text() if last.exists() else None  # the checkout's last run, put back after
+    res = subprocess.run(HOST_PYTHON + [str(LAB_RUN), "k8s", "load"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    try:
+        assert res.returncode == 0, res.stdout + res.stderr
+        load = json.loads((run / "load.json").read_text())
+        assert [(p["round"], p["requests"]) for p in load["phases"]] == [(1, 20), (1, 20), (2, 20), (2, 20), (3, 20),
+                                                                         (3, 20)]
+        assert load["segments"]["pods"] == 2 and load["precision"]["met"] is False
+        assert "not met: stopped at MAX_ROUNDS=3" in res.stdout
+        jobs = [c["args"] for c in map(json.loads, (tmp_path / "calls").read_text().splitlines())
+                if c["tool"] == "helm" and "load.enabled=true" in c["args"]]
+        assert len(jobs) == 2 and all(any(a.startswith("load.startAt=") for a in j) for j in jobs)
+        assert {"load.firstRound=3", "load.rounds=1", "load.planFile=plan-r3.json"} <= set(jobs[1])
+        cluster_json = json.loads((run / "cluster.json").read_text())
+        assert cluster_json["placement"] == {"app": ["n1"], "openloop": ["n1"]} and cluster_json["kubelet"] == "v1.37.2"
+        assert last.read_text().strip() == testid
+    finally:
+        subprocess.run(["rm", "-rf", str(run)])
+        if was is None:
+            last.unlink(missing_ok=True)
+        else:
+            last.write_text(was)

@@ -359,6 +359,9 @@ def schema_of(s):
             if f in s:
                 node[k] = s[f]
         return node
+    if t == "percent":  # "5", "5%" or 5; empty where optional (plan.py checks it is above 0 and below 100)
+        return {"type": ["string", "number"], "pattern": "^([0-9]+([.][0-9]+)?%?)?$" if s.get("optional")
+                else "^[0-9]+([.][0-9]+)?%?$", "exclusiveMinimum": 0, "exclusiveMaximum": 100}
     if t in ("string", "list"):
         node = {"type": "string"}
         if "pattern" in s and t == "string":

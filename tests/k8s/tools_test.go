@@ -39,7 +39,8 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"load.enabled=true", "load.testid=Bad_ID"}, "load.testid"},
 		// values.schema.json: unknown keys (a typo would be ignored) and bad values.
 		{[]string{"nginx.remoteUpstream=ingress"}, "/nginx/remoteUpstream"},
-		{[]string{"load.enabled=true", "load.testid=t1", "load.mode=sweep"}, "/load/mode"},
+		{[]string{"load.enabled=true", "load.testid=t1", "load.mode=max"}, "/load/mode"},
+		{[]string{"load.enabled=true", "load.testid=t1", "load.mode=sweep"}, "load.mode=sweep: give load.sweepRates or load.sweepTo"},
 		// Several generator pods need one start instant, in unix milliseconds.
 		{[]string{"load.enabled=true", "load.testid=t1", "load.pods=2"}, "load.pods=2: several generator pods need load.startAt"},
 		{[]string{"load.enabled=true", "load.testid=t1", "load.startAt=1795941070"}, "/load/startAt"},

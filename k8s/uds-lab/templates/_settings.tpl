@@ -43,6 +43,10 @@ carries, from their values keys; its argument is the chart's root context.
   value: {{ include "uds-lab.str" .Values.load.warmup | quote }}
 - name: IDLE
   value: {{ include "uds-lab.str" .Values.load.idle | quote }}
+- name: PRECISION
+  value: {{ include "uds-lab.str" .Values.load.precision | quote }}
+- name: MAX_ROUNDS
+  value: {{ include "uds-lab.str" .Values.load.maxRounds | quote }}
 - name: ENDPOINT
   value: {{ include "uds-lab.str" .Values.load.endpoint | quote }}
 - name: CPU_ITERATIONS
@@ -51,4 +55,14 @@ carries, from their values keys; its argument is the chart's root context.
   value: {{ include "uds-lab.str" .Values.load.sleepMs | quote }}
 - name: CONNECTIONS
   value: {{ include "uds-lab.str" .Values.load.connections | quote }}
+- name: SWEEP_RATES
+  value: {{ include "uds-lab.str" .Values.load.sweepRates | quote }}
+- name: SWEEP_FROM
+  value: {{ include "uds-lab.str" .Values.load.sweepFrom | quote }}
+- name: SWEEP_TO
+  value: {{ include "uds-lab.str" .Values.load.sweepTo | quote }}
+- name: SWEEP_STEPS
+  value: {{ include "uds-lab.str" .Values.load.sweepSteps | quote }}
+- name: SWEEP_ROUNDS
+  value: {{ include "uds-lab.str" .Values.load.sweepRounds | quote }}
 {{- end }}
