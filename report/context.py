@@ -2,8 +2,8 @@
 which puts every part together into what report.json holds."""
 from datetime import datetime, timezone
 
-from report.breakdown import (answer, answer_parts, back_to_back, breakdown, failures,
-                              figures_for, mark_apart, max_answer_parts, not_pooled, pooled_words)
+from report.breakdown import back_to_back, breakdown, failures, figures_for, mark_apart, not_pooled
+from report.words import answer, answer_parts, max_answer_parts, pooled_words
 from report import interleaved
 from report.direct import rejudge, straight_to_the_app
 from report.queries import idle_baseline, phase_figures_with, server_cores, server_queries

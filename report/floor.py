@@ -14,7 +14,8 @@ comparisons are judged together with Holm's correction."""
 import json
 from pathlib import Path
 
-from report.breakdown import by_round as paths_by_round, lost_to_holm
+from report.breakdown import by_round as paths_by_round
+from report.verdicts import lost_to_holm
 from report.lab import CATALOGUE, TERMS
 from report.stats import diff_stats, fmt_interval, has_interval, holm, judge, ratio_stats, significant
 from report.values import ReportError

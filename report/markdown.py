@@ -1,5 +1,7 @@
 """report.md (pure rendering)."""
-from report.breakdown import MAX_FAILED_SHARE, MIN_DOF_TO_PROJECT, POWER, fmt_diff, figures_for
+from report.breakdown import MAX_FAILED_SHARE, figures_for
+from report.verdicts import MIN_DOF_TO_PROJECT, POWER
+from report.words import fmt_diff
 from report.direct import lines as direct_lines
 from report.interleaved import MIN_BLOCK_REQUESTS, MIN_BLOCKS, dof
 from report.lab import margin_pct

@@ -21,7 +21,8 @@ import json
 import math
 from pathlib import Path
 
-from report.breakdown import failed_paths, failed_phrase, failures
+from report.breakdown import failed_paths, failures
+from report.words import failed_phrase
 from report.lab import TERMS, stood_in_for
 from report.stats import diff_stats, ratio_stats, stein
 

@@ -29,7 +29,9 @@ from statistics import NormalDist
 
 from scipy import stats as sps
 
-from report.breakdown import HANDLING, failed_phrase, failures_of, lost_to_holm
+from report.breakdown import failures_of
+from report.verdicts import lost_to_holm
+from report.words import HANDLING, failed_phrase
 from report.interleaved import MIX, block_diff, combine
 from report.interleaved import blocks as mix_blocks
 from report.lab import PATH_COLOURS, TERMS, stood_in_for

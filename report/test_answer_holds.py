@@ -10,7 +10,7 @@ import pytest
 import scipy.fft as sfft
 from scipy import stats as sps
 
-from report import breakdown, cli, context, interleaved, markdown, stats
+from report import cli, context, interleaved, markdown, stats, verdicts
 from report.breakdown import failures
 from report.test_report import COMPOSE, build, fake_query, make_k6, server_table
 
@@ -142,22 +142,22 @@ def diff(mean, lo, hi, n=10, a_mean=400.0, **kw):
 
 def test_the_three_way_verdict_worked_examples():
     # Measurable: the socket differs.
-    assert breakdown.three_way(diff(20, 10, 30), 2, 1)["verdict"] == "differs"
+    assert verdicts.three_way(diff(20, 10, 30), 2, 1)["verdict"] == "differs"
     # Inside ±2% of 400 µs (±8) even widened for 4 comparisons: half-width 2 x t(1-0.05/8, 9) / t(0.975, 9)
     # = 2 x 3.1109 / 2.2622 = 2.7504.
-    v = breakdown.three_way(diff(1, -1, 3), 2, 4)
+    v = verdicts.three_way(diff(1, -1, 3), 2, 4)
     assert v["verdict"] == "same" and v["margin"] == pytest.approx(8)
     assert v["widened"] == pytest.approx((1 - 2.7504, 1 + 2.7504), abs=1e-4)
     # Inside the margin alone, not once widened (half-width 6.5: -5.5 to 7.5 alone, 1 + 8.94 widened): not sure yet.
-    assert breakdown.three_way(diff(1, -5.5, 7.5), 2, 1)["verdict"] == "same"
-    assert breakdown.three_way(diff(1, -5.5, 7.5), 2, 4)["verdict"] == "unsure"
+    assert verdicts.three_way(diff(1, -5.5, 7.5), 2, 1)["verdict"] == "same"
+    assert verdicts.three_way(diff(1, -5.5, 7.5), 2, 4)["verdict"] == "unsure"
     # Neither: mean 6, half-width 8 at 10 rounds, margin ±8: the rounds named are the fewest at which a new
     # run would decide with chance POWER if the truth were 6 (chance_to_decide: report/test_calibration_projection.py).
-    v = breakdown.three_way(diff(6, -2, 14), 2, 1)
-    chance = lambda n: breakdown.chance_to_decide(diff(6, -2, 14), n, 8, 1)  # noqa: E731
+    v = verdicts.three_way(diff(6, -2, 14), 2, 1)
+    chance = lambda n: verdicts.chance_to_decide(diff(6, -2, 14), n, 8, 1)  # noqa: E731
     assert v["verdict"] == "unsure" and chance(v["to_decide"]) >= 0.8 > chance(v["to_decide"] - 1)
     # Lost to Holm: its own interval excludes 0, not once the comparisons are judged together.
-    assert breakdown.three_way(diff(20, 10, 30, p_holm=0.2), 2, 4)["verdict"] == "unsure"
+    assert verdicts.three_way(diff(20, 10, 30, p_holm=0.2), 2, 4)["verdict"] == "unsure"
 
 
 def test_more_seconds_of_a_stream_follow_its_degrees_of_freedom():
@@ -165,9 +165,9 @@ def test_more_seconds_of_a_stream_follow_its_degrees_of_freedom():
     stream decides grows with its length (and its nu), and the length named
     is the fewest blocks with chance POWER."""
     d = diff(6, -10, 22, n=30, blocks=30, block_s=1)
-    more = breakdown.to_decide(d, 8, 1)
-    chances = [breakdown.chance_to_decide(d, n, 8, 1) for n in (31, 60, 120, more - 1, more)]
-    assert chances[:3] == sorted(chances[:3]) and chances[3] < breakdown.POWER <= chances[4]
+    more = verdicts.to_decide(d, 8, 1)
+    chances = [verdicts.chance_to_decide(d, n, 8, 1) for n in (31, 60, 120, more - 1, more)]
+    assert chances[:3] == sorted(chances[:3]) and chances[3] < verdicts.POWER <= chances[4]
 
 
 @pytest.mark.parametrize("value", ["abc", "0", "100", "-2", ""])

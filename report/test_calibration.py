@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from report.breakdown import breakdown, fmt_diff
+from report.breakdown import breakdown
+from report.words import fmt_diff
 from report.interleaved import block_diff
 from report.stats import diff_stats, fmt_interval, judge, measurable, ratio_stats, significant, verdict
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from report import breakdown, charts, cli, context, markdown, queries, stats, values
+from report import charts, cli, context, markdown, queries, stats, values, words
 from report.prometheus import prometheus_client
 from report.lab import CATALOGUE
 
@@ -769,7 +769,7 @@ def test_breakdown_terms_are_per_round_differences_in_microseconds():
     # The control: uds against uds-lo, -10, +10, +10 µs: its interval includes zero.
     control = terms["control_new"]["figures"]["client_p50_ms"]
     assert not stats.measurable(control)
-    assert breakdown.fmt_diff(control).startswith("no measurable difference (95% CI ")
+    assert words.fmt_diff(control).startswith("no measurable difference (95% CI ")
     # uds-lo-ka was not measured: the terms that need it are left out, not zero.
     assert "control_pooled" not in terms and "bridge_pooled" not in terms and "socket_pooled" not in terms
     md = markdown.render_markdown(rep)
@@ -1308,7 +1308,7 @@ def test_max_answer_says_when_holm_takes_a_ratio_back():
     ratios = [1.30, 1.05, 1.25, 1.02, 1.22]
     phases = [{"workload": "ping", "path": p, "round": r, "figures": {"rps": 1000.0 * (x if p.startswith("uds") else 1)}}
               for r, x in enumerate(ratios, 1) for p in ("tcp-lo", "uds-lo", "tcp-lo-ka", "uds-lo-ka")]
-    text = breakdown.max_answer("ping", phases, {"mode": "max", "generator": "wrk", "connections": 64})
+    text = words.max_answer("ping", phases, {"mode": "max", "generator": "wrk", "connections": 64})
     assert text.count("no measurable difference once the comparisons are judged together (95% CI 1.02-1.33x, 5 rounds alone)") == 2, text
 
 

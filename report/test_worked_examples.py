@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from report import breakdown, interleaved, stats
+from report import breakdown, interleaved, stats, verdicts, words
 
 
 # --- report/interleaved.py: the pairing (its interval, ewc_interval, is pinned in test_answer_holds.py) ---
@@ -315,9 +315,9 @@ def test_the_same_verdict_needs_the_interval_strictly_inside_the_margin():
     1): the interval is its own, half-width 6 for -4 to 8. Ending at 8 is on
     the margin, not inside it: not sure; a quarter in from either edge: the
     same; a quarter out: not sure."""
-    assert breakdown.half_width(rounds_diff(2.0, -4.0, 8.0), k=1) == 6.0  # t x (6 / t): exact at these numbers
-    verdict = lambda mean, lo, hi: breakdown.three_way(rounds_diff(mean, lo, hi), 25, 1)["verdict"]  # noqa: E731
-    assert breakdown.three_way(rounds_diff(2.0, -4.0, 8.0), 25, 1)["margin"] == 8.0
+    assert verdicts.half_width(rounds_diff(2.0, -4.0, 8.0), k=1) == 6.0  # t x (6 / t): exact at these numbers
+    verdict = lambda mean, lo, hi: verdicts.three_way(rounds_diff(mean, lo, hi), 25, 1)["verdict"]  # noqa: E731
+    assert verdicts.three_way(rounds_diff(2.0, -4.0, 8.0), 25, 1)["margin"] == 8.0
     assert (verdict(2.0, -4.0, 8.0), verdict(-2.0, -8.0, 4.0)) == ("unsure", "unsure")  # on the edge
     assert (verdict(2.0, -3.75, 7.75), verdict(-2.0, -7.75, 3.75)) == ("same", "same")  # just inside
     assert (verdict(2.0, -4.25, 8.25), verdict(-2.0, -8.25, 4.25)) == ("unsure", "unsure")  # just outside
@@ -334,8 +334,8 @@ def test_not_sure_yet_names_the_extra_seconds_not_the_streams_length():
     t3 = 3.1824463
     d = {"mean": 2.4, "lo": 2.4 - t3, "hi": 2.4 + t3, "rounds": 30, "blocks": 30, "block_s": 2, "a_mean": 100.0,
          "p": 0.5, "resolution": None}
-    n = breakdown.to_decide(d, 2.0, 1)
-    row = breakdown.answer_row(ANSWER_PAIR, {"figures": {"client_p50_ms": d}}, 1, 2, None, {})
+    n = verdicts.to_decide(d, 2.0, 1)
+    row = words.answer_row(ANSWER_PAIR, {"figures": {"client_p50_ms": d}}, 1, 2, None, {})
     assert row["verdict"] == "unsure" and n > 30
     said = (f"a stream of {2 * n:,} s (INTERLEAVE={2 * n}, {2 * n - 60:,} s more) would decide 8 times in 10 if the "
             "true difference is the one measured")
@@ -356,12 +356,12 @@ def test_a_difference_inside_the_margin_is_said_as_both():
     said; 10 -+ 6 ends on the margin (not inside) and 10.25 -+ 6 crosses it:
     "faster by" alone. Either sign alike."""
     def verdict(mean):
-        v = breakdown.three_way(measured_diff(mean), 25, 1)
+        v = verdicts.three_way(measured_diff(mean), 25, 1)
         return v["verdict"], v["inside_margin"]
     assert (verdict(9.75), verdict(-9.75)) == (("differs", True), ("differs", True))  # just inside
     assert (verdict(10.0), verdict(-10.0)) == (("differs", False), ("differs", False))  # on the edge
     assert (verdict(10.25), verdict(-10.25)) == (("differs", False), ("differs", False))  # crossing
-    row = lambda mean: breakdown.answer_row(  # noqa: E731
+    row = lambda mean: words.answer_row(  # noqa: E731
         ANSWER_PAIR, {"figures": {"client_p50_ms": measured_diff(mean)}}, 1, 25, None, {})
     inside, crossing, slower = row(9.75), row(10.25), row(-9.75)
     assert (inside["verdict"], inside["inside_margin"]) == ("differs", True)
