@@ -98,12 +98,15 @@ class Compose:
     def record_settings(self):
         """compose.json: images, limits, CPU sets; no secrets (every service but Grafana)."""
         profiles = ["--profile", "load", "--profile", "floor"]
-        out = subprocess.run(self.compose + profiles + ["config", "--services"], env=self.env, timeout=JUDGE_S,
-                             capture_output=True, text=True, check=True).stdout
-        services = [s for s in out.split() if s != "grafana"]
-        with open(self.run_dir / "compose.json", "w") as f:
-            subprocess.run(self.compose + profiles + ["config", "--format", "json", *services], env=self.env,
-                           timeout=JUDGE_S, stdout=f, check=True)
+        try:
+            out = subprocess.run(self.compose + profiles + ["config", "--services"], env=self.env, timeout=JUDGE_S,
+                                 capture_output=True, text=True, check=True).stdout
+            services = [s for s in out.split() if s != "grafana"]
+            with open(self.run_dir / "compose.json", "w") as f:
+                subprocess.run(self.compose + profiles + ["config", "--format", "json", *services], env=self.env,
+                               timeout=JUDGE_S, stdout=f, check=True)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+            raise Stop(f"make: compose.json: docker compose config failed ({e})", 2)
 
     def floor_servers(self):
         """make floor: the two echo servers up (healthy: both listeners answer); close() takes them down."""
