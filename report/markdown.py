@@ -1,13 +1,15 @@
-"""report.md (pure rendering)."""
-from report.breakdown import MAX_FAILED_SHARE, figures_for
-from report.verdicts import MIN_DOF_TO_PROJECT, POWER
-from report.words import fmt_diff
+"""report.md (pure rendering): the answer (report/markdown_answer.py), the
+machine and settings, a section per workload (its stream, means, ratios to
+tcp, where the time goes: report/markdown_breakdown.py), the warnings and
+how to read it (report/markdown_howto.py)."""
 from report.direct import lines as direct_lines
-from report.interleaved import MIN_BLOCK_REQUESTS, MIN_BLOCKS, dof
-from report.lab import margin_pct
-from report.stats import ALPHA, ANSWER_ALPHA, CONFIDENCE, EXPLORE_ALPHA, has_interval, lost_to, no_interval
+from report.markdown_answer import answer_table, precision_line
+from report.markdown_breakdown import breakdown_table
+from report.markdown_howto import how_to_read
+from report.stats import CONFIDENCE, has_interval, lost_to, no_interval
 from report.values import CORE_MODES, METRICS, generator, headline, is_max, number
-from report.warnings import estimated, MAX_DROPPED_SHARE, MAX_GENERATOR_CPU_SHARE, MAX_LATE_SHARE, MIN_PHASE_S, MIN_RATE_SHARE, SAME_CEILING
+from report.warnings import estimated
+
 
 def fmt(v, decimals=2, suffix=""):
     if v is None:
@@ -241,6 +243,19 @@ def workload_section(w, wl, charts, settings=None, cores=None, estimates=None):
     elif wl.get("interleaved"):
         lines += ["Then one path at a time, for what no interleaving can split (CPU and context switches per "
                   "request), each compared pair back to back:", ""]
+    lines += means_table(wl, settings)
+    lines += estimated_line(estimates)
+    lines += ratio_table(wl, settings)
+    lines += breakdown_table(wl.get("breakdown") or {}, settings)
+    lines += modes_table(wl, cores)
+    lines += conntrack_line(wl)
+    lines += chart_lines(charts, w, exclude=FIRST_CHARTS)
+    return lines
+
+
+def means_table(wl, settings):
+    """A workload's means over its measured rounds, a row per path."""
+    lines = []
     if wl["paths"]:
         lines += [
             "Means over the measured rounds (warm-up left out).",
@@ -260,7 +275,12 @@ def workload_section(w, wl, charts, settings=None, cores=None, estimates=None):
             f"{na_cell(e, 'host_ctx_switches_per_req', 2)} | {errors_cell(e, generator(settings))} |"
         )
     lines.append("")
-    lines += estimated_line(estimates)
+    return lines
+
+
+def ratio_table(wl, settings):
+    """A workload's ratios to tcp, a row per path, or why there are none."""
+    lines = []
     if not wl["paths"]:
         pass
     elif not wl["tcp_measured"]:
@@ -287,10 +307,6 @@ def workload_section(w, wl, charts, settings=None, cores=None, estimates=None):
                 f"{fmt_ratio(r['nginx_cpu_us_per_req'])} | {fmt_ratio(r['host_ctx_switches_per_req'])} | {e['verdict']} |"
             )
         lines.append("")
-    lines += breakdown_table(wl.get("breakdown") or {}, settings)
-    lines += modes_table(wl, cores)
-    lines += conntrack_line(wl)
-    lines += chart_lines(charts, w, exclude=FIRST_CHARTS)
     return lines
 
 
@@ -306,82 +322,6 @@ def chart_lines(charts, w, only=None, exclude=()):
             and not c["file"].endswith(tuple(exclude)) for x in (f"![{c['title']}]({c['file']})", "")]
 
 
-def apart_line(terms, figures):
-    """The terms whose figures over rounds pair phases further apart than back
-    to back (up to a round), named, since the machine's swings between the two
-    phases are in those cells; nothing where every term ran in pairs."""
-    over_rounds = [f for f, *_ in figures if f != "client_p50_ms"] or [f for f, *_ in figures]
-    apart = [t["label"] for t in terms.values() if t.get("back_to_back") is False
-             and any((t["figures"].get(f) or {}).get("blocks") is None and t["figures"].get(f) for f in over_rounds)]
-    if not apart:
-        return []
-    return [f"Back to back in every round: the answer's pairs (each pair's two phases in a row, which first "
-            f"alternating). The rounds of these terms pair phases further apart, up to a round, so the machine's "
-            f"swings between the two are in their cells: {'; '.join(apart)}.", ""]
-
-
-def breakdown_table(terms, settings=None):
-    """Where the time goes: each term's difference, per figure, in its unit."""
-    if not terms:
-        return []
-    # A figure no term has (the cores' split where they are not pinned) is left out.
-    figures = [f for f in figures_for(settings or {}) if any(t["figures"].get(f[0]) for t in terms.values())]
-    streamed = any((t["figures"].get("client_p50_ms") or {}).get("blocks") for t in terms.values())
-    lines = [
-        "Where the time goes: one path minus another (less two more, where a term says so); mean "
-        + (f"({CONFIDENCE:.0%} interval, share of the first path's figure): the client p50's paired second by second "
-           "in the interleaved stream, as the answer's, the costs' round by round (a paired t-interval over rounds). "
-           if streamed else
-           f"({CONFIDENCE:.0%} paired t-interval over rounds, share of the first path's figure). ")
-        + "An interval that "
-        "includes 0 is no measurable difference, and so is one below the resolution of the counter it was read from. "
-        f"The answer's pairs' client median is judged with the answer (Holm's correction, at {ANSWER_ALPHA:.0%}); "
-        "every other cell with the report's other comparisons (Benjamini-Hochberg, false discovery rate "
-        f"{EXPLORE_ALPHA:.0%}): a number is a finding that survived its correction; the rest are no measurable "
-        "difference."
-        + (" Flat out, a path's latency is mostly its queue at the limit, not a cost: the terms are in CPU and "
-           "context switches per request only." if is_max(settings or {}) else ""),
-        "",
-    ] + apart_line(terms, figures) + [
-        "| term | paths | " + " | ".join(f"{label} ({unit})" if unit else label for _, label, _, unit in figures) + " |",
-        "| --- | --- |" + " --- |" * len(figures),
-    ]
-    crossed = False
-    for t in terms.values():
-        cells = " | ".join(fmt_diff(t["figures"].get(f), unit) for f, _, _, unit in figures)
-        less = f" − ({t['less'][0]} − {t['less'][1]})" if t.get("less") else ""
-        mark = " †" if (t["figures"].get("client_p50_ms") or {}).get("across_streams") else ""
-        crossed = crossed or bool(mark)
-        lines.append(f"| {t['label']} | {t['minuend']} − {t['subtrahend']}{less}{mark} | {cells} |")
-    if crossed:
-        lines += ["", "† Its client p50 pairs second b of the pooled paths' stream with second b of the others', one "
-                  "stream after the other: the machine's drift between the two minutes is in it, which pairing at the "
-                  "same instant cancels."]
-    return lines + [""]
-
-
-def precision_line(p):
-    """A PRECISION run's outcome in words (load.json's "precision"), or None."""
-    if not p:
-        return None
-    target = f"+/-{p['target_pct']:g}%"
-    if not p["comparisons"]:
-        return (f"Precision: PRECISION={p['target_pct']:g}% had no comparison of the answer to narrow (PATHS holds "
-                f"no pair of it, or each pair has a failing path: the answer says which): {p['rounds']} rounds "
-                "were run.")
-    stein = (f" Stein's two-stage procedure: the first {p['first_stage_rounds']} rounds' spread set how many the run "
-             "took, and the answer's intervals take their spread from them, so they keep their 95%."
-             if p.get("first_stage_rounds") else "")
-    if p["met"]:
-        return (f"Precision: every comparison of the answer reached {target} of its first path's figure after "
-                f"{p['rounds']} rounds (PRECISION; at most {p['max_rounds']}).{stein}")
-    worst = max(p["comparisons"], key=lambda c: float("inf") if c["half_width"] is None else c["half_width"])
-    w = "no interval" if worst["half_width"] is None else f"+/-{worst['half_width']:.1%}"
-    return (f"Precision: **not met**: the target was {target}; after {p['rounds']} rounds (MAX_ROUNDS) the widest "
-            f"comparison is {w} ({worst['pair']}, `{worst['workload']}`). More rounds, or a quieter machine, narrow it."
-            f"{stein}")
-
-
 def phases_named(names, total, most=6):
     """A warning's phases in words: all of them, a few by name, or the first
     few and how many more (a list of every phase name says nothing)."""
@@ -394,108 +334,28 @@ def phases_named(names, total, most=6):
     return f" Phases: {', '.join(names[:3])} and {len(names) - 3} more (report.json lists them)."
 
 
-def us(v):
-    """µs, signed, without a needless decimal."""
-    return f"{v:,.0f}" if abs(v) >= 10 else f"{v:,.1f}"
-
-
-def answer_table(parts):
-    """The answer of one workload (breakdown.answer_parts): the pairs with no
-    verdict because a path failed first, then one row per comparison, the
-    controls only where one failed, and the method in a line."""
-    head = (f"**`{parts['workload']}`** (`{parts['route']}`), {parts['at']}, "
-            f"{'requests/s' if parts.get('max') else 'client median latency'}:")
-    lines = [head, ""]
-    lines += [f"- {x[0].upper()}{x[1:]}." for x in parts["failed"]] + ([""] if parts["failed"] else [])
-    if parts.get("max"):
-        return lines + max_rows(parts)
-    lines += ["| connections | the socket against | through | socket saved | 95% CI | verdict |",
-              "| --- | --- | --- | ---: | --- | --- |"]
-    for r in parts["rows"]:
-        b, a = r["pair"]
-        through = r["nginx"][0] if r["nginx"][0] == r["nginx"][1] else f"{r['nginx'][0]} / {r['nginx'][1]}"
-        handling = "pooled (keepalive)" if r["handling"] == "pooled" else "new per request"
-        if r["handling"] == "pooled" and not r["handling_words"].startswith("with pooled"):
-            handling = "keepalive paths, not pooled here"
-        # A point estimate only where it is a finding; the interval says the rest.
-        saved = (f"{us(r['saved_us'])} µs ({r['share']:.0%})" if r["verdict"] == "differs" and r["share"] is not None
-                 else "—")
-        ci = f"{us(r['lo'])} to {us(r['hi'])} µs" if r["lo"] is not None else "—"
-        if r.get("taken_back"):
-            ci += " ‡"
-        words = f"**{r['words']}**" if r["verdict"] in ("differs", "same") else r["words"]
-        lines.append(f"| {handling} | {r['against']} (`{b}` vs `{a}`) | {through} | {saved} | {ci} | {words} |")
-    lines.append("")
-    failed_controls = [n.replace("**the control failed**", "**The control failed**") for n in parts["controls"]
-                       if "control failed" in n]
-    lines += [f"{n}." for n in failed_controls] + ([""] if failed_controls else [])
-    if any(r.get("taken_back") for r in parts["rows"]):
-        lines += ["‡ Its own interval excludes 0, but not once judged with the other comparisons: not sure yet.", ""]
-    if parts["note"]:
-        lines += [parts["note"].strip(), ""]
-    lines += [f"Method: {parts['method'][0].lower()}{parts['method'][1:]}; {parts['judged']}; \"no difference\" "
-              f"means that interval, widened for the comparisons judged together, lies within ±"
-              f"{parts['margin_pct']:g}% of TCP's median (MARGIN). [How to read this](#how-to-read-this).", ""]
-    return lines
-
-
-def how_to_read_intervals(rep):
-    """How the answer and the other figures are judged, from the constants
-    and the method the code uses."""
-    m = rep["margin_pct"] if rep.get("margin_pct") is not None else margin_pct()
-    return [
-        "- **The answer** comes from the interleaved stream, where it ran (`INTERLEAVE`, on by default): each "
-        "pair's client medians are paired block by block (1 s; a block's median needs "
-        f"{MIN_BLOCK_REQUESTS} successful requests on each path, an interval {MIN_BLOCKS} blocks), and the mean "
-        f"difference gets a {CONFIDENCE:.0%} t-interval whose standard error is the equal-weighted cosine "
-        f"estimator's, on floor(0.4 n^(2/3)) degrees of freedom ({dof(60)} at 60 blocks), which allows for "
-        "neighbouring seconds that move together (docs/statistics.md has its calibration). The pooled paths and "
-        "the new-connection paths run in a stream each: a pooled comparison never shares its stream with "
-        "requests that open a connection. Only successful requests are timed, and a pair with a path that failed "
-        f"more than {MAX_FAILED_SHARE:.0%} of its requests gets no verdict, only the path, its statuses and the "
-        "likely cause. With `INTERLEAVE=0` the answer comes from the rounds (below).",
-        f"- **Three verdicts**: *faster* or *slower by* so much when the interval excludes 0 once the answer's "
-        "comparisons are judged together, their own family (Holm's correction: the chance that any of them is "
-        f"called different when none is stays at {ANSWER_ALPHA:.0%}, the answer's share of the report's "
-        f"{ALPHA:.0%}); *no difference larger than ±{m:g}%* when the interval, widened for "
-        f"the comparisons judged together (Bonferroni), lies inside ±{m:g}% of TCP's median (equivalence; "
-        "`MARGIN`); *not sure yet* otherwise, with the stream (or rounds) that would decide "
-        f"{POWER * 10:.0f} times in 10 if the true difference is the one measured, its spread as uncertain as "
-        f"measured (none from fewer than {MIN_DOF_TO_PROJECT} degrees of freedom). An interval that excludes 0 and lies inside ±{m:g}% is both, and "
-        f"said so: *faster* (or *slower*) *by* so much, *inside the ±{m:g}% that counts*.",
-        f"- **Costs and ratios** come from the rounds of one path at a time (each compared pair back to back, "
-        "the order changing every round): a paired t-interval over rounds, a ratio's on the log ratios. A "
-        "difference or ratio is measurable when its interval excludes no difference (0, or 1 for a ratio) and "
-        "the difference is larger than one step of the counter it was read from. Every comparison of the report "
-        "but the answer's is also judged with all the others by Benjamini-Hochberg's correction (false "
-        f"discovery rate {EXPLORE_ALPHA:.0%}, the rest of the report's {ALPHA:.0%}: with no difference anywhere, "
-        "a report states one in at most that share of runs): a cell whose own interval excludes no difference but that the correction "
-        "takes back says so (‡ in the ratio table) and gives no interval. With 1 round, or rounds all equal, "
-        "there is no interval and no verdict.",
-    ]
-
-
-def max_rows(parts):
-    """max mode's answer table: the socket's requests/s as a ratio of TCP's."""
-    lines = ["| connections | the socket against | through | socket's requests/s | 95% CI | verdict |",
-             "| --- | --- | --- | ---: | --- | --- |"]
-    for r in parts["rows"]:
-        b, a = r["pair"]
-        through = r["nginx"][0] if r["nginx"][0] == r["nginx"][1] else f"{r['nginx'][0]} / {r['nginx'][1]}"
-        handling = "pooled (keepalive)" if r["handling"] == "pooled" else "new per request"
-        ratio = f"{r['ratio']:.2f}x TCP's" if r["verdict"] == "differs" else "—"
-        ci = f"{r['lo']:.2f}-{r['hi']:.2f}x" + (" ‡" if r.get("taken_back") else "") if r["lo"] is not None else "—"
-        words = f"**{r['words']}**" if r["verdict"] == "differs" else r["words"]
-        lines.append(f"| {handling} | {r['against']} (`{b}` vs `{a}`) | {through} | {ratio} | {ci} | {words} |")
-    lines.append("")
-    if any(r.get("taken_back") for r in parts["rows"]):
-        lines += ["‡ Its own interval excludes 1, but not once judged with the other comparisons.", ""]
-    return lines + [f"Method: {parts['method'][0].lower()}{parts['method'][1:]}; {parts['judged']}. "
-                    "[How to read this](#how-to-read-this).", ""]
-
-
 def render_markdown(rep):
     lines = [f"# uds-lab report: run `{rep['testid']}`", "", "## The answer", ""]
+    lines += answer_section(rep)
+    lines += machine_section(rep)
+    for w, wl in rep["workloads"].items():
+        lines += workload_section(w, wl, rep["charts"], rep["settings"], rep.get("server_cores"),
+                                  estimated(rep["phases"], w) if wl["paths"] else None)
+    if rep.get("direct"):
+        lines += ["## Straight to the app", "", "The client (oha) straight to the app, no nginx, in the same rounds "
+                  "as the paths through nginx-lo; the ratios are of requests/s flat out, each with its 95% interval.",
+                  ""] + direct_lines(rep["direct"]) + [""]
+    if rep.get("floor"):
+        lines += ["## Down to the transport", ""] + rep["floor"] + [""]
+    lines += warnings_section(rep)
+    lines += how_to_read(rep)
+    return "\n".join(lines)
+
+
+def answer_section(rep):
+    """The answer: a table per workload (or its paragraph, where it compared no pair), its chart, and a
+    PRECISION run's outcome."""
+    lines = []
     for wl in rep["workloads"].values():
         parts = wl.get("answer_parts")
         # A table where the run compared a pair (the paragraph says why not, where it did not).
@@ -505,7 +365,12 @@ def render_markdown(rep):
         lines += chart_lines(rep["charts"], parts["workload"] if parts else None, only=("-answer.png",))
     if precision_line(rep.get("precision")):
         lines += [precision_line(rep["precision"]), ""]
-    lines += [
+    return lines
+
+
+def machine_section(rep):
+    """What the figures hold for, then the machine, versions and settings."""
+    lines = [
         "These figures hold for this machine, these limits and these settings only. "
         + ("In max mode each path ran flat out: requests/s is its limit, unless a warning says the load generator "
         "was. " if is_max(rep["settings"]) else "Every phase ran at the same fixed rate. ")
@@ -517,16 +382,12 @@ def render_markdown(rep):
         "",
     ]
     lines += machine_block(rep) + [""]
-    for w, wl in rep["workloads"].items():
-        lines += workload_section(w, wl, rep["charts"], rep["settings"], rep.get("server_cores"),
-                                  estimated(rep["phases"], w) if wl["paths"] else None)
-    if rep.get("direct"):
-        lines += ["## Straight to the app", "", "The client (oha) straight to the app, no nginx, in the same rounds "
-                  "as the paths through nginx-lo; the ratios are of requests/s flat out, each with its 95% interval.",
-                  ""] + direct_lines(rep["direct"]) + [""]
-    if rep.get("floor"):
-        lines += ["## Down to the transport", ""] + rep["floor"] + [""]
-    lines += ["## Warnings", ""]
+    return lines
+
+
+def warnings_section(rep):
+    """The warnings, each with its workload, path and phases."""
+    lines = ["## Warnings", ""]
     if rep["warnings"]:
         for wn in rep["warnings"]:
             where = " / ".join(x for x in (wn["workload"], wn["path"]) if x)
@@ -534,54 +395,4 @@ def render_markdown(rep):
             lines.append(f"- **{wn['kind']}**{' (' + where + ')' if where else ''}: {wn['message']}.{phases}")
     else:
         lines.append("- none")
-    lines += [
-        "",
-        "## How to read this",
-        "",
-        "- nginx logs its upstream times with 1 ms resolution: a sub-millisecond connect reads 0, so the connect "
-        "mean only moves when connecting takes milliseconds (under load or queueing). Client and app latencies have "
-        "sub-millisecond resolution.",
-        *how_to_read_intervals(rep),
-        f"- Warnings are only what needs your action or changes what a figure means: **saturated** when the "
-        f"generator dropped more than {MAX_DROPPED_SHARE:.0%} of a phase's requests, sent more than "
-        f"{MAX_LATE_SHARE:.0%} over 1 ms behind their due time (openloop), held less than {MIN_RATE_SHARE:.0%} of "
-        f"RATE, or used {MAX_GENERATOR_CPU_SHARE:.0%} or more of its CPU limit (fewer drops are shown in the tables); "
-        "**errors** on any failed request or nginx 5xx; **short_phase** under "
-        f"{MIN_PHASE_S} s (five scrapes of the app); **same_ceiling** (max mode) when every path is within "
-        f"{SAME_CEILING - 1:.0%} of the others; **not_pooled** when the keepalive paths did not reuse connections; "
-        "**missing_figures** when a collector is missing; **conntrack_full** when the app's connection-tracking "
-        "table fills. An interval that includes no difference is shown in its table, and a figure read from the "
-        "samples around its phase is marked under its table; neither is a warning.",
-        "- Whose figures: the client's (latency, requests, errors) are the load generator's own, tagged per "
-        "request with its path; nginx's come from its access log and stub_status; the host's and the containers' "
-        "from node-exporter and cAdvisor. The **app**'s (its requests, latency, CPU and context switches, listen "
-        "backlog, connection tracking) are what the app exports on /metrics: the app under test measures itself, "
-        "so a swapped-in image's are only as true as its own code (docs/design.md, \"Inputs\"). Prometheus keeps "
-        "of each target only its own series, and nothing writes into it (k6's remote write only where switched on).",
-        "- Context switches, per request the load generator completed: **app** is the app process's own "
-        "(`app_process_context_switches_total`, getrusage: voluntary + involuntary), what the path makes the app do; "
-        "it is judged like the other costs. **host above idle** is the whole host's (node-exporter) less its "
-        "background: the run starts with `IDLE` seconds without requests, the host's switches per second there "
-        "(from at least two node-exporter samples inside it) times the phase's length is subtracted from the phase's "
-        "switches, and the rest is divided by its requests. It still counts nginx, the load generator and the "
-        "exporters' extra work under load, and the background's swings (it can come out below 0): shown, not judged. "
-        "Without an idle phase (IDLE=0, a run from before it) or with fewer than two samples in it, it is n/a and "
-        "the warnings say why.",
-        "- Where the time goes: `tcp` and `tcp-ka` cross the Docker bridge (veth pair, bridge, two network "
-        "namespaces) to the app; `tcp-lo` and `tcp-lo-ka` come from nginx-lo, the same nginx in the app's network "
-        "namespace, over loopback; `uds*` use the Unix socket. The answer compares paths through the same nginx "
-        "(`tcp-lo` with `uds-lo`, `tcp` with `uds`); the bridge is `tcp` minus `tcp-lo` less `uds` minus `uds-lo` "
-        "(the two nginx instances' own difference), and the controls (`uds` against `uds-lo`) say how much the two "
-        "instances differ." if not rep.get("cluster") else
-        "- Where the time goes (Kubernetes): `tcp` and `tcp-ka` come from the nginx in its own pod across the pod "
-        "network (and, with the chart's default `nginx.remoteUpstream=service`, the Service's NAT); `tcp-lo` and "
-        "`tcp-lo-ka` from the nginx sidecar in the app's pod over the pod's loopback; `uds-lo*` from the same sidecar "
-        "over the socket in the pod's shared folder. The socket does not leave its pod, so there is no `uds` path "
-        "and no control of the two nginx: `uds-lo` against `tcp` compares two nginx as well as two transports.",
-        "- nginx CPU per request needs cAdvisor, the host's context switches node-exporter (the app's come from the app); `make up` leaves them out where "
-        "they cannot run (`make doctor` says why). A figure that is n/a in every round says why in its cell; the "
-        "warnings list the rest. Where a collector samples less often than a phase is long (cAdvisor: every 5-10 s), "
-        "the figure is read from the samples around the phase's window, an estimate marked under its table.",
-        "",
-    ]
-    return "\n".join(lines)
+    return lines

@@ -347,7 +347,7 @@ def test_how_to_read_this_is_the_codes_method_and_constants(monkeypatch):
     difference and ratio comes with its 95% interval, from the paired
     per-round values") after the stream had replaced them: it is made from
     the constants and the method the code uses, and follows them."""
-    from report import interleaved
+    from report import interleaved, markdown_howto
     rep = build(make_k6())
     how = markdown.render_markdown(rep).split("## How to read this")[1]
     assert "from the paired per-round values" not in how
@@ -355,8 +355,8 @@ def test_how_to_read_this_is_the_codes_method_and_constants(monkeypatch):
     assert "equal-weighted cosine estimator's, on floor(0.4 n^(2/3)) degrees of freedom (6 at 60 blocks)" in how
     assert "a block's median needs 5 successful requests on each path, an interval 10 blocks" in how
     assert "failed more than 1% of its requests gets no verdict" in how and "no difference larger than ±2%" in how
-    monkeypatch.setattr(markdown, "MIN_BLOCK_REQUESTS", 7)
-    monkeypatch.setattr(markdown, "MAX_FAILED_SHARE", 0.03)
+    monkeypatch.setattr(markdown_howto, "MIN_BLOCK_REQUESTS", 7)
+    monkeypatch.setattr(markdown_howto, "MAX_FAILED_SHARE", 0.03)
     how = markdown.render_markdown({**rep, "margin_pct": 5}).split("## How to read this")[1]
     assert "needs 7 successful requests" in how and "more than 3% of its requests" in how and "±5%" in how
 
@@ -1219,7 +1219,7 @@ def test_readme_lists_every_warning():
 
 
 def test_the_precision_line_says_met_not_met_or_nothing_to_narrow():
-    from report.markdown import precision_line
+    from report.markdown_answer import precision_line
     c = [{"workload": "ping", "term": "socket_new", "pair": "uds-lo against tcp-lo", "rounds": 20, "half_width": 0.031},
          {"workload": "ping", "term": "socket_pooled", "pair": "uds-lo-ka against tcp-lo-ka", "rounds": 20,
           "half_width": 0.072}]
