@@ -15,6 +15,7 @@ import jsonschema
 
 from report import floor as floor_report
 from report import sweep as sweep_report
+from report import sweep_render
 from report.charts import write_charts
 from report.context import build_report, compose_info
 from report.lab import margin_pct as read_margin
@@ -91,9 +92,9 @@ def run_sweep(run_dir, load, prometheus_url, query=None, rate=None):
     except ReportError as e:
         missing = str(e)
     rep = sweep_report.build(load, server, number(comp["limits"][gen]["cpus"]), missing, backlog)
-    rep["charts"] = sweep_report.write_chart(rep, run_dir)
+    rep["charts"] = sweep_render.write_chart(rep, run_dir)
     (run_dir / "report.json").write_text(json.dumps(rep, indent=1, ensure_ascii=False) + "\n")
-    (run_dir / "report.md").write_text(sweep_report.render(rep, rate))
+    (run_dir / "report.md").write_text(sweep_render.render(rep, rate))
     return rep
 
 

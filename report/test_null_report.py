@@ -274,10 +274,10 @@ def test_a_sweep_of_eight_identical_paths_states_no_saving_but_at_the_error_rate
     in four stated a saving; judged all together, at most 5%. With each
     step's streams (the default) the savings are their seconds'; without
     (INTERLEAVE=0), the rounds'."""
-    from report import sweep
+    from report import sweep, sweep_render
     rng = np.random.default_rng(33 + interleave)
     runs = 100
-    said = [findings(sweep.render(sweep.build(null_sweep(rng, interleave=interleave))), bold=False)
+    said = [findings(sweep_render.render(sweep.build(null_sweep(rng, interleave=interleave))), bold=False)
             for _ in range(runs)]
     hits = sum(bool(x) for x in said)
     assert binomtest(hits, runs, ALPHA, alternative="greater").pvalue > 0.01, (hits / runs, [x for x in said if x][:3])

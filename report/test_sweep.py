@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from report import cli, sweep
+from report import cli, sweep, sweep_render
 from report.test_report import fake_query, free_port
 
 
@@ -106,7 +106,7 @@ def test_the_report_gives_the_saving_at_each_rate_each_knee_and_how_a_path_faile
     rep = sweep.build(sweep_run())
     assert rep["knees"]["tcp-lo"]["rate"] == 400 and rep["knees"]["uds-lo"]["rate"] == 800
     assert rep["knees"]["tcp-lo"]["failed_at"][:2] == (800, "20.0% of requests failed")
-    md = sweep.render(rep)
+    md = sweep_render.render(rep)
     assert "- **100 req/s**: `uds-lo` against `tcp-lo` (a new connection per request) saved 98 µs" in md
     assert ("- `tcp-lo`: held up to 400 req/s with its p99 within 10x its p99 at the lowest rate (2.00 ms, 95% CI 1.72 to "
             "2.51, of its 1,500 requests there); its p99 passed that bound at 800 req/s (60.00 ms); first failed at "
@@ -120,7 +120,7 @@ def test_the_report_gives_the_saving_at_each_rate_each_knee_and_how_a_path_faile
 
 def test_a_sweep_without_a_same_nginx_pair_says_so():
     rep = sweep.build(load([phase("uds-lo", 1, 100, r) for r in (1, 2)]))
-    assert "no answer to give" in sweep.render(rep)
+    assert "no answer to give" in sweep_render.render(rep)
 
 
 def test_make_report_on_a_sweep_writes_its_report_and_chart(tmp_path):
@@ -190,7 +190,7 @@ def test_a_flat_out_step_gives_no_ratio_for_a_path_that_failed_its_requests():
     and make max's answer, its pair gets no verdict there (share, statuses,
     likely cause) and no ratio, and leaves Holm's family (3 pairs, 2 compared)."""
     rep = sweep.build(connections_run())
-    md = sweep.render(rep)
+    md = sweep_render.render(rep)
     step = next(line for line in md.splitlines() if line.startswith("- **1,024 connections**"))
     assert step.startswith("- **1,024 connections**: **no verdict** against TCP over loopback (`uds-lo` against "
                            "`tcp-lo`): `uds-lo` failed 5% of its requests (non_2xx_3xx: 4,500)")
@@ -203,20 +203,20 @@ def test_a_sweep_of_connections_gives_ratios_peaks_and_where_the_socket_failed(t
     rep = sweep.build(connections_run(), backlog="4096 (somaxconn in the app's network namespace)")
     assert rep["peaks"]["uds-lo"]["failed_at"][:2] == (1024, "5.0% of requests failed")
     assert rep["peaks"]["tcp-lo"]["failed_at"] is None and rep["peaks"]["tcp-lo"]["connections"] in (64, 256, 1024)
-    md = sweep.render(rep)
+    md = sweep_render.render(rep)
     assert "- **64 connections**: `uds-lo` carried 1.52x the requests/s of `tcp-lo` (a new connection per request; " \
            "95% CI 1.50-1.54x, 3 rounds)" in md
     assert "first failed at 1,024 connections: 5.0% of requests failed (4,500 non_2xx_3xx)" in md
     assert "The app's listen backlog: 4096 (somaxconn in the app's network namespace)." in md
     assert "| 1,024 | uds-lo |" in md and "NGINX_MAX_IN_FLIGHT" in md
-    (chart,) = sweep.write_chart(rep, tmp_path)
+    (chart,) = sweep_render.write_chart(rep, tmp_path)
     assert (tmp_path / chart["file"]).read_bytes()[:4] == b"\x89PNG"
-    assert "RATE: this sweep stepped connections" in sweep.render(rep, rate=300)
+    assert "RATE: this sweep stepped connections" in sweep_render.render(rep, rate=300)
 
 
 def test_make_report_rate_names_the_nearest_step():
     rep = sweep.build(sweep_run())
-    md = sweep.render(rep, rate=330)
+    md = sweep_render.render(rep, rate=330)
     assert "At your rate (330 req/s) the nearest measured step is 400 req/s: `uds-lo` against `tcp-lo` (a new " \
            "connection per request) saved" in md
 
@@ -244,7 +244,7 @@ def test_a_step_past_a_paths_limit_compares_no_latency():
           for r in (1, 2, 3)]
     ph += [phase("tcp-lo", 2, 200, r, rps=150, p50=40 + r) for r in (1, 2, 3)]
     ph += [phase("uds-lo", 2, 200, r, p50=1 + 0.01 * r) for r in (1, 2, 3)]
-    md = sweep.render(sweep.build(load(ph)))
+    md = sweep_render.render(sweep.build(load(ph)))
     assert "- **100 req/s**: `uds-lo` against `tcp-lo` (a new connection per request) saved 102 µs" in md
     assert ("- **200 req/s**: `uds-lo` against `tcp-lo` (a new connection per request): not compared, tcp-lo past "
             "its limit at this rate (latency is the queue there).") in md
@@ -301,7 +301,7 @@ def test_every_steps_savings_are_judged_together():
     rep = sweep.build(load(ph))
     (x,) = rep["savings"]["1"]
     assert x["diff_us"]["p"] < 0.05 <= x["diff_us"]["p_holm"]
-    assert "no measurable difference once the pairs are judged together" in sweep.render(rep)
+    assert "no measurable difference once the pairs are judged together" in sweep_render.render(rep)
 
 
 def stream(step, rate, tcp_ms, uds_ms, blocks=30, held=1.0, seed=0):
@@ -332,7 +332,7 @@ def test_a_steps_savings_come_from_its_interleaved_stream_second_by_second():
     (lo2,) = [x for x in rep["savings"]["2"] if x["pair"] == ["tcp-lo", "uds-lo"]]
     assert lo2["past_limit"] == ["the interleaved stream"]
     assert set(rep["knees"]) == {"tcp-lo", "uds-lo"} and all("mix" not in o for o in rep["steps"].values())
-    md = sweep.render(rep)
+    md = sweep_render.render(rep)
     assert "`uds-lo` against `tcp-lo` (a new connection per request) saved 40 µs" in md
     assert "paired second by second in each step's interleaved stream" in md and "30 blocks of 1 s" in md
     assert "the interleaved stream past its limit" in md
@@ -346,7 +346,7 @@ def test_a_sweep_names_the_generator_that_ran_it():
     rep = sweep.build(run)
     (w,) = rep["warnings"]
     assert "oha's own ceiling" in w["message"] and "k6" not in w["message"]
-    md = sweep.render(rep)
+    md = sweep_render.render(rep)
     assert "fixed arrival rate (oha's" in md and "k6" not in md
 
 
@@ -362,7 +362,7 @@ def test_pairs_past_their_limit_are_left_out_of_holms_family():
     (held,), (past,) = rep["savings"]["1"], rep["savings"]["2"]
     assert past["past_limit"] == ["tcp-lo"] and past["diff_us"]["p"] < 0.05 and "p_holm" not in past["diff_us"]
     assert held["past_limit"] == [] and held["diff_us"]["p_holm"] == held["diff_us"]["p"]
-    assert "Holm's correction over the 1 compared" in sweep.render(rep)
+    assert "Holm's correction over the 1 compared" in sweep_render.render(rep)
 
 
 def test_a_steps_warm_up_is_not_its_figure():
