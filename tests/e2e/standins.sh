@@ -14,8 +14,9 @@
 #   python       Debian's Python 3.11 with pip and report/requirements.txt's
 #                wheels (PYTHON_IMAGE of report/Dockerfile)
 #   stacks       each stacks/<name> on Debian's packages (its stack.env's
-#                STACK_TEST_PACKAGES, its standin.Dockerfile): STACK_<NAME>_IMAGE,
-#                for make up STACK=<name> APP_IMAGE=...
+#                STACK_TEST_PACKAGES, its standin.Dockerfile), or a Rust one's
+#                binary built here (scripts/test-deps.sh stack-<name>):
+#                STACK_<NAME>_IMAGE, for make up STACK=<name> APP_IMAGE=...
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dotenv=$(scripts/dotenv.sh --export) # fails the script on a line it cannot read
@@ -160,8 +161,19 @@ stacks_env=""
 for name in $(scripts/stack.sh --list run); do
   [ "$name" != go ] || continue
   image=uds-lab-standin/stack-$name:$(cat stacks/"$name"/* | sha256sum | cut -c1-12)
-  build "$image" "stacks/$name/standin.Dockerfile" "stacks/$name" "BASE=$BASE" \
+  ctx=stacks/$name
+  # A stack built with cargo (a Cargo.toml: axum): containers here reach no
+  # crates.io, so its binary is built on this machine (scripts/test-deps.sh,
+  # from its Cargo.lock) and put beside its files in the context.
+  if [ -f "stacks/$name/Cargo.toml" ] && ! current "$image" "$(recipe "stacks/$name/standin.Dockerfile" "BASE=$BASE" \
+    "PACKAGES=$(scripts/stack.sh "$name" STACK_TEST_PACKAGES)")"; then
+    ctx=$(mktemp -d)
+    cp -R "stacks/$name/." "$ctx/"
+    cp "$(scripts/test-deps.sh "stack-$name")" "$ctx/uds-lab-$name"
+  fi
+  build "$image" "stacks/$name/standin.Dockerfile" "$ctx" "BASE=$BASE" \
     "PACKAGES=$(scripts/stack.sh "$name" STACK_TEST_PACKAGES)"
+  [ "$ctx" = "stacks/$name" ] || rm -rf "$ctx"
   stacks_env+="STACK_$(tr 'a-z-' 'A-Z_' <<<"$name")_IMAGE=$image"$'\n'
 done
 
