@@ -6,7 +6,8 @@ from report.breakdown import back_to_back, breakdown, failures, figures_for, mar
 from report.words import answer, answer_parts, max_answer_parts, pooled_words
 from report import interleaved
 from report.direct import rejudge, straight_to_the_app
-from report.queries import idle_baseline, phase_figures_with, server_cores, server_queries
+from report.idle import idle_baseline
+from report.queries import phase_figures_with, server_cores, server_queries
 from report.lab import GENERATORS, TERMS, margin_pct as read_margin, pools, stack_of
 from report.stats import EXPLORE_ALPHA, aggregate, common_reason, fdr, verdict
 from report.values import generator, headline, is_max, labels, number, scalar
@@ -164,6 +165,30 @@ def run_warnings(load, phases, workloads, settings, gen, generator_cpus):
     return warnings
 
 
+def answer_workloads(load, phases, workloads, settings, closer, margin_pct):
+    """Each workload's verdicts once the report's corrections are done: each
+    path's ratio verdict, whether its keepalive paths pooled, its answer (in
+    parts and as a paragraph); returns the not_pooled warnings."""
+    warnings = []
+    for w, wl in workloads.items():
+        for path, e in wl["paths"].items():
+            if e["ratio_to_tcp"] is not None:
+                e["verdict"] = verdict(path, e["ratio_to_tcp"][headline(settings)[0]])
+        wl["not_pooled"] = not_pooled(phases, w, closer)
+        mixed = interleaved.mixed_phase(load, w)
+        failed = failures(load, w)  # a pair with a path past MAX_FAILED_SHARE gets no verdict, in every mode
+        wl["answer_parts"] = max_answer_parts(w, phases, settings, wl["not_pooled"], wl["breakdown"], failed) if is_max(
+            settings) else answer_parts(
+            w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"], failed, margin_pct)
+        wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], failed=failed,
+                              parts=wl["answer_parts"])
+        if wl["not_pooled"]:
+            words = pooled_words(wl["not_pooled"]).removeprefix("on the ")
+            warnings.append(warning("not_pooled", f"`{w}`: the {words}: their comparisons are of new connections, "
+                                    "not of pooling", [], workload=w))
+    return warnings
+
+
 def build_report(load, compose, query, prometheus_url=None, margin_pct=None, cluster=None):
     """Everything report.json holds, from the inputs and a query function;
     margin_pct: the answer's equivalence margin (MARGIN; None: .env's default); cluster: a
@@ -188,22 +213,7 @@ def build_report(load, compose, query, prometheus_url=None, margin_pct=None, clu
     # The report's other comparisons, its exploration: Benjamini-Hochberg among themselves, at their share.
     fdr(explored(workloads, direct), EXPLORE_ALPHA)
     rejudge(direct)
-    for w, wl in workloads.items():
-        for path, e in wl["paths"].items():
-            if e["ratio_to_tcp"] is not None:
-                e["verdict"] = verdict(path, e["ratio_to_tcp"][headline(settings)[0]])
-        wl["not_pooled"] = not_pooled(phases, w, closer)
-        mixed = interleaved.mixed_phase(load, w)
-        failed = failures(load, w)  # a pair with a path past MAX_FAILED_SHARE gets no verdict, in every mode
-        wl["answer_parts"] = max_answer_parts(w, phases, settings, wl["not_pooled"], wl["breakdown"], failed) if is_max(
-            settings) else answer_parts(
-            w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"], failed, margin_pct)
-        wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], failed=failed,
-                              parts=wl["answer_parts"])
-        if wl["not_pooled"]:
-            words = pooled_words(wl["not_pooled"]).removeprefix("on the ")
-            warnings.append(warning("not_pooled", f"`{w}`: the {words}: their comparisons are of new connections, "
-                                    "not of pooling", [], workload=w))
+    warnings += answer_workloads(load, phases, workloads, settings, closer, margin_pct)
     warnings += run_warnings(load, phases, workloads, settings, gen, number(comp["limits"][gen]["cpus"]))
     templates = server_queries("<path>", 0, 0.0)
     return {

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from report import charts, cli, context, markdown, queries, stats, values, words
+from report import charts, cli, context, idle, markdown, queries, stats, values, words
 from report.prometheus import prometheus_client
 from report.lab import CATALOGUE
 
@@ -150,7 +150,7 @@ IDLE_RAW = "node_context_switches_total["  # the idle baseline's raw samples (a 
 def idle_samples(k6, rate, at=(2.5, 7.5)):
     """node-exporter's samples of the host's switches in the run's idle phase:
     `rate` per second, taken `at` seconds into it (every 5 s, as scraped)."""
-    start, _ = queries.idle_window(k6)
+    start, _ = idle.idle_window(k6)
     return matrix([(start + dt, 1e9 + rate * dt) for dt in at])
 
 
