@@ -5,7 +5,8 @@
 # Usage: scripts/test-deps.sh [NAME...]   (no argument: what `make test` needs)
 #   apt promtool grafana-schema k6-types lint oha
 #                                      the static, loadgen and integration tests (nginx,
-#                                      envsubst, curl, each stack's STACK_TEST_PACKAGES and the
+#                                      envsubst, curl, each stack's STACK_TEST_PACKAGES, a Python
+#                                      stack's requirements.txt from PyPI (granian) and the
 #                                      stacks built with cargo (stack-NAME); Grafana's
 #                                      dashboard types and k6's from npm, for the TypeScript
 #                                      compiler; the reviewers' linters: Debian's shellcheck,
@@ -81,6 +82,24 @@ stacks_install() {
   # shellcheck disable=SC2086 # one word per package
   locked apt apt_get_install - $missing
   [ -z "$added" ] || rm -f $policy
+}
+
+# The reference stacks Debian does not package but PyPI does (granian): a
+# stack whose STACK_TEST_PACKAGES include python3-pip runs on Debian's python3
+# with its requirements.txt's exact pins installed from PyPI, as root where
+# Debian's python3 finds them for every user (/usr/local/lib/python3.*),
+# otherwise for this user (--user); tests/integration runs the stack as the
+# app's user. pip leaves installed pins alone.
+stacks_pip() {
+  local f dir scope=(--user)
+  [ "$(id -u)" != 0 ] || scope=(--break-system-packages --root-user-action=ignore)
+  for f in stacks/*/stack.env; do
+    dir=${f%/stack.env}
+    [ -f "$dir/requirements.txt" ] || continue
+    case " $(scripts/dotenv.sh -f "$f" STACK_TEST_PACKAGES) " in *" python3-pip "*) ;; *) continue ;; esac
+    # Debian's python3, the one tests/integration finds first (/usr/bin).
+    /usr/bin/python3 -m pip install -q --disable-pip-version-check --no-deps "${scope[@]}" -r "$dir/requirements.txt" >&2
+  done
 }
 
 # The reference stacks that are built rather than installed (stacks/<name>
@@ -384,7 +403,8 @@ for w in "${want[@]}"; do
       apt_install curl curl
       apt_install wrk wrk # loadgen's tests run the wrk runner for a second
       stacks_install
-      stacks_build ;; # make test names apt: the built stacks come with their packages
+      stacks_pip
+      stacks_build ;; # make test names apt: PyPI's and the built stacks come with their packages
     promtool)
       ln -sf "$(go_build promtool "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" ./cmd/promtool "$(prometheus_ldflags)")" "$BIN/promtool"
       echo "$BIN/promtool" ;;

@@ -15,7 +15,8 @@
 #                wheels (PYTHON_IMAGE of report/Dockerfile)
 #   stacks       each stacks/<name> on Debian's packages (its stack.env's
 #                STACK_TEST_PACKAGES, its standin.Dockerfile), or a Rust one's
-#                binary built here (scripts/test-deps.sh stack-<name>):
+#                binary built here (scripts/test-deps.sh stack-<name>), or a
+#                Python one's PyPI pins on Debian's python3 (pypi_base):
 #                STACK_<NAME>_IMAGE, for make up STACK=<name> APP_IMAGE=...
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -157,6 +158,34 @@ fi
 # The reference stacks (stacks/*) on Debian's packages, running the stack's own
 # code and config (its folder is the build context, its standin.Dockerfile the
 # recipe). Tagged by a hash of that folder, so an edited stack is rebuilt.
+# pypi_base NAME: an image of Debian's python3 and pip with stacks/NAME's
+# requirements.txt installed from wheels downloaded here (--no-deps: the file
+# pins every package), tagged by that file; its name printed.
+pypi_base() {
+  local name=$1 image ctx
+  image=uds-lab-standin/pypi-$name:$(sha256sum "stacks/$name/requirements.txt" | cut -c1-12)
+  if ! have "$image"; then
+    ctx=$(mktemp -d)
+    log "downloading the wheels of stacks/$name/requirements.txt"
+    python3 -m pip download -q --disable-pip-version-check --only-binary=:all: --no-deps \
+      -r "stacks/$name/requirements.txt" -d "$ctx/wheels" >&2
+    cat >"$ctx/Dockerfile" <<'DOCKERFILE'
+ARG BASE
+FROM ${BASE}
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-pip \
+ && rm -rf /var/lib/apt/lists/*
+COPY wheels/ /tmp/wheels/
+RUN python3 -m pip install --no-cache-dir --no-index --no-deps --break-system-packages /tmp/wheels/*.whl \
+ && rm -rf /tmp/wheels
+DOCKERFILE
+    log "building $image"
+    docker build -q -t "$image" --build-arg "BASE=$BASE" "$ctx" >/dev/null
+    rm -rf "$ctx"
+  fi
+  echo "$image"
+}
+
 stacks_env=""
 for name in $(scripts/stack.sh --list run); do
   [ "$name" != go ] || continue
@@ -171,8 +200,15 @@ for name in $(scripts/stack.sh --list run); do
     cp -R "stacks/$name/." "$ctx/"
     cp "$(scripts/test-deps.sh "stack-$name")" "$ctx/uds-lab-$name"
   fi
-  build "$image" "stacks/$name/standin.Dockerfile" "$ctx" "BASE=$BASE" \
-    "PACKAGES=$(scripts/stack.sh "$name" STACK_TEST_PACKAGES)"
+  base=$BASE
+  packages=$(scripts/stack.sh "$name" STACK_TEST_PACKAGES)
+  # A Python stack Debian does not package (python3-pip among its packages:
+  # granian): its base is Debian's python3 with the wheels of its
+  # requirements.txt, downloaded on this machine (containers here reach no
+  # PyPI; its Python is 3.11 on bookworm too), as scripts/test-deps.sh
+  # installs the same pins for tests/integration.
+  case " $packages " in *" python3-pip "*) base=$(pypi_base "$name") ;; esac
+  build "$image" "stacks/$name/standin.Dockerfile" "$ctx" "BASE=$base" "PACKAGES=$packages"
   [ "$ctx" = "stacks/$name" ] || rm -rf "$ctx"
   stacks_env+="STACK_$(tr 'a-z-' 'A-Z_' <<<"$name")_IMAGE=$image"$'\n'
 done
