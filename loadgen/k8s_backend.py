@@ -245,7 +245,7 @@ class Kubernetes:
         failed = self.wait()
         self.collect(settings.get("PLAN_FILE", "plan.json").replace("plan", "load", 1))
         (self.run_dir / "cluster.json").write_text(json.dumps(cluster_json(self.s, self.testid), indent=1) + "\n")
-        log(f"wrote {self.run_dir}'s load.json and cluster.json ({time.monotonic() - self.started:.0f} s)")
+        log(f"wrote {self.run_dir}: the pods' load.json and cluster.json ({time.monotonic() - self.started:.0f} s)")
         if failed:
             log(f"{failed} of {self.s.pods} generator pod(s) failed: their log says why")
         return 1 if failed else 0
