@@ -3,6 +3,7 @@ which puts every part together into what report.json holds."""
 from datetime import datetime, timezone
 
 from report.breakdown import back_to_back, breakdown, failures, figures_for, mark_apart, not_pooled
+from report import traffic
 from report.words import answer, answer_parts, max_answer_parts, pooled_words
 from report import interleaved
 from report.direct import rejudge, straight_to_the_app
@@ -83,11 +84,13 @@ def interleaved_warnings(w, mixed, settings):
     out = []
     rate, n = settings.get("rate"), sum(v["requests"] for v in mixed["by_path"].values())
     dropped = mixed.get("dropped_iterations") or 0
-    planned = rate * mixed["duration_s"] if rate else 0
+    # A replayed log (make load TRAFFIC=): each of its requests once on each path, at the log's pace.
+    tr = settings.get("traffic")
+    planned = tr["cycles"] * len(mixed["by_path"]) if tr else (rate * mixed["duration_s"] if rate else 0)
     if planned and (dropped > MAX_DROPPED_SHARE * planned or n < MIN_RATE_SHARE * planned):
         out.append(warning("saturated", f"`{w}`: the interleaved stream held {n / mixed['duration_s']:,.0f} of "
-                           f"{rate} req/s ({dropped} requests dropped): the generator or the lab was the limit",
-                           interleaved.names(mixed), workload=w))
+                           f"{planned / mixed['duration_s']:,.0f} req/s ({dropped} requests dropped): the generator "
+                           "or the lab was the limit", interleaved.names(mixed), workload=w))
     late = late_reason(mixed.get("late_rate"))
     if late:
         out.append(warning("saturated", f"`{w}`: the interleaved stream had {late}: the generator, not the paths, "
@@ -182,6 +185,7 @@ def answer_workloads(load, phases, workloads, settings, closer, margin_pct):
             w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"], failed, margin_pct)
         wl["answer"] = answer(w, phases, settings, wl["breakdown"], wl["not_pooled"], failed=failed,
                               parts=wl["answer_parts"])
+        wl["traffic"] = None if is_max(settings) else traffic.section(load, mixed, TERMS, margin_pct)
         if wl["not_pooled"]:
             words = pooled_words(wl["not_pooled"]).removeprefix("on the ")
             warnings.append(warning("not_pooled", f"`{w}`: the {words}: their comparisons are of new connections, "

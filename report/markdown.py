@@ -2,6 +2,7 @@
 machine and settings, a section per workload (its stream, means, ratios to
 tcp, where the time goes: report/markdown_breakdown.py), the warnings and
 how to read it (report/markdown_howto.py)."""
+from report import traffic, words
 from report.direct import lines as direct_lines
 from report.markdown_answer import answer_table, precision_line
 from report.markdown_breakdown import breakdown_table
@@ -363,6 +364,7 @@ def answer_section(rep):
             parts.get("max") or r["phrase"] or r["verdict"] != "none" for r in parts["rows"]))
         lines += answer_table(parts) if usable else [wl.get("answer") or "", ""]
         lines += chart_lines(rep["charts"], parts["workload"] if parts else None, only=("-answer.png",))
+        lines += traffic.markdown(wl.get("traffic"), rep["margin_pct"])
     if precision_line(rep.get("precision")):
         lines += [precision_line(rep["precision"]), ""]
     return lines
@@ -373,7 +375,7 @@ def machine_section(rep):
     lines = [
         "These figures hold for this machine, these limits and these settings only. "
         + ("In max mode each path ran flat out: requests/s is its limit, unless a warning says the load generator "
-        "was. " if is_max(rep["settings"]) else "Every phase ran at the same fixed rate. ")
+        "was. " if is_max(rep["settings"]) else f"Every phase {words.pace(rep['settings'])}. ")
         + f"Client figures are {rep['generator']}'s own statistics per phase; server figures come from Prometheus over each phase's window (the app "
         "and nginx-log-exporter scraped every second, the rest every 5 s or so, so they are estimates, `increase()` extrapolated to the "
         "window).",

@@ -115,4 +115,4 @@ def markdown(sec, margin_pct):
                        + " | ".join(t["saved"][k]["words"] or "n/a" for k in keys) + " |")
         out += ["", "Per route, what the socket saved on the route's mean, paired block by block (a block counts where "
                     f"each path had {interleaved.MIN_BLOCK_REQUESTS} or more of the route's successful requests)."]
-    return out
+    return out + [""]

@@ -179,10 +179,24 @@ def answer_parts(w, phases, settings, terms=None, unpooled=None, route=None, fai
     method = interleaved.describe({t["key"]: terms[t["key"]] for t in chosen}) or \
         "Each interval is a 95% paired t-interval over rounds"
     return {"workload": w, "route": route, "rows": rows, "margin_pct": margin_pct,
-            "at": f"at {settings['rate']} req/s" if settings.get("rate") else "at a fixed rate",
+            "at": at_words(settings),
             "failed": [x for x in (failed_phrase(t, failed) for t in chosen) if x],
             "controls": control_note(terms), "method": method, "judged": judged,
             "note": slower_pooled_note(terms, chosen, unpooled)}
+
+
+def pace(settings):
+    """How every phase of a rate-mode run was paced, for the report's caveat."""
+    return "replayed your log" if settings.get("traffic") else "ran at the same fixed rate"
+
+
+def at_words(settings):
+    """How a rate-mode run sent its requests: at its rate, or replaying your log."""
+    tr = settings.get("traffic")
+    if tr:
+        return ("replaying your log at RATE" if tr.get("speed") == "rate" else
+                "replaying your log at its own times" + ("" if tr.get("speed") == 1 else f" / {tr['speed']:g}"))
+    return f"at {settings['rate']} req/s" if settings.get("rate") else "at a fixed rate"
 
 
 def answer_row(t, term, k, margin_pct, unpooled, failed):
