@@ -66,16 +66,24 @@ def merge_figures(items):
     for share in ("failed_rate", "late_rate"):
         if share in out:
             out[share] = count(items, share) / out["requests"] if out["requests"] else 0
-    for key in ("dropped_iterations",):
+    for key in ("dropped_iterations", "connections_opened"):
         if key in out:
-            out[key] = sum(it[key] for it in items)
+            out[key] = sum(it.get(key, 0) for it in items)
     if "statuses" in out:
         out["statuses"] = {k: sum(it["statuses"].get(k, 0) for it in items) for k in out["statuses"]}
     if "hdr" in out:
-        sent, due = added([it["hdr"]["sent"] for it in items]), added([it["hdr"]["due"] for it in items])
-        out["duration_ms"], out["scheduled_ms"] = durations(sent), durations(due)
-        out["hdr"] = {"sent": sent.encode().decode(), "due": due.encode().decode()}
+        out["hdr"] = {}
+        for key, figure in HDR_FIGURES.items():
+            if key in items[0]["hdr"]:
+                h = added([it["hdr"][key] for it in items])
+                out[figure], out["hdr"][key] = durations(h), h.encode().decode()
     return out
+
+
+# A phase's (or path's) histograms (hdr) and the quantiles read from each:
+# from the actual send, from the due time, the generator's queue (due to
+# written) and written to the first byte (openloop's summary.go, figures).
+HDR_FIGURES = {"sent": "duration_ms", "due": "scheduled_ms", "queue": "queue_ms", "first_byte": "first_byte_ms"}
 
 
 def merge_block(blocks):

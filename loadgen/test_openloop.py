@@ -63,7 +63,7 @@ def test_openloop_writes_a_load_json_of_the_schemas_shape(openloop, tmp_path, lo
     load = json.loads((tmp_path / "k1" / "load.json").read_text())
     jsonschema.validate(load, SCHEMA)
     stats = ("requests", "failed_rate", "dropped_iterations", "duration_ms", "late_rate", "scheduled_ms", "hdr",
-             "statuses")
+             "statuses", "queue_ms", "first_byte_ms", "connections_opened")
     assert load["phases"][0]["statuses"] == {"502": 0, "503": 0, "504": 0, "0": 0, "refused": 0, "reset": 0,
                                              "timeout": 0, "connect_timeout": 0}
     planned = [{k: v for k, v in p.items() if k not in ("url", "progress")} for p in doc["phases"]]

@@ -14,7 +14,7 @@ type config struct {
 	metricsAddr string        // OPENLOOP_METRICS_ADDR: where Prometheus scrapes it ("" or "off": nowhere)
 	scrapeWait  time.Duration // OPENLOOP_SCRAPE_WAIT: how long to wait for a scrape after the last request
 	timeout     time.Duration // OPENLOOP_TIMEOUT: a request's limit, connect to last byte
-	maxInFlight int           // OPENLOOP_MAX_IN_FLIGHT: requests in flight at most; beyond, one is dropped
+	connections int           // OPENLOOP_CONNECTIONS: each path's connections at most; a request due with all busy is an overflow
 	segment     int           // OPENLOOP_SEGMENT "i/n": this process sends the stream's
 	segments    int           // requests whose index is i modulo n (n pods on Kubernetes)
 	logLoad     bool          // OPENLOOP_LOG_LOAD_JSON: load.json on stdout too, between marker lines
@@ -27,10 +27,14 @@ var defaults = config{
 	metricsAddr: ":9465",
 	scrapeWait:  10 * time.Second,
 	timeout:     60 * time.Second,
-	maxInFlight: 1000,
+	connections: 1000,
 	segment:     0,
 	segments:    1,
 }
+
+// maxConnections: OPENLOOP_CONNECTIONS at most (each a goroutine, a socket
+// and 16 KB of buffer).
+const maxConnections = 100000
 
 func loadConfig(getenv func(string) string) (config, error) {
 	c := defaults
@@ -52,11 +56,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, err
 	}
 	if v, ok := lookup(getenv, "OPENLOOP_MAX_IN_FLIGHT"); ok {
+		return c, fmt.Errorf("OPENLOOP_MAX_IN_FLIGHT=%q: no longer read: each path has a pool of connections, one request in flight on each; set OPENLOOP_CONNECTIONS (connections per path) instead", v)
+	}
+	if v, ok := lookup(getenv, "OPENLOOP_CONNECTIONS"); ok {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return c, fmt.Errorf("OPENLOOP_MAX_IN_FLIGHT=%q: must be a whole number >= 1", v)
+		if err != nil || n < 1 || n > maxConnections {
+			return c, fmt.Errorf("OPENLOOP_CONNECTIONS=%q: must be a whole number from 1 to %d (connections per path)", v, maxConnections)
 		}
-		c.maxInFlight = n
+		c.connections = n
 	}
 	if v, ok := lookup(getenv, "OPENLOOP_LOG_LOAD_JSON"); ok {
 		if c.logLoad, err = strconv.ParseBool(v); err != nil {

@@ -152,9 +152,14 @@ func writeMergeFixtures(dir string, seed uint64, n int) error {
 			}
 			lag := time.Duration(rng.ExpFloat64() * 400 * float64(time.Microsecond))
 			for _, r := range recs {
-				r.add(path, block, o, sent, sent+lag, lag > lateAfter)
+				r.add(path, block, o, times{sent: sent, due: sent + lag, queue: lag, first: sent / 3})
 				r.addRoute(ph.route(i), path, block, o, sent)
 			}
+		}
+		for s := range segs { // connections each pod dialed during the phase
+			n := rng.Int64N(4)
+			segs[s][k].opened(n)
+			whole[k].opened(n)
 		}
 	}
 	// Every pod waits for the run's start instant (OPENLOOP_START_AT) and

@@ -237,7 +237,7 @@ func TestAStallShowsFromTheDueTimeAndAsLate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer clk.close()
-	s := newSender(defaults, m, clk)
+	s := newSender(context.Background(), defaults, m, clk)
 	rec := newPhaseRecord(ph, defaults.timeout)
 	now := time.Now()
 	s.phase(context.Background(), p, ph, now.Add(-stall), rec)
@@ -382,7 +382,7 @@ func TestDroppedRequestsAreCountedAndFailTheRun(t *testing.T) {
 	srv := newRefServer(t, map[string]answer{"slow": {delay: 50 * time.Millisecond}})
 	const planned = 200
 	doc, scrape, err := runScraped(t, knownPlan(t, planned, alone("slow", srv.url("slow"), 1)),
-		map[string]string{"OPENLOOP_MAX_IN_FLIGHT": "1", "OPENLOOP_SCRAPE_WAIT": "5s"})
+		map[string]string{"OPENLOOP_CONNECTIONS": "1", "OPENLOOP_SCRAPE_WAIT": "5s"})
 	arrived := len(srv.got("slow"))
 	ph := doc["phases"].([]any)[0].(map[string]any)
 	// One at a time, each at least 50 ms: at most 20 of the second's 200.
@@ -413,7 +413,7 @@ func TestOverOnePercentDroppedFailsThePhase(t *testing.T) {
 	for i, sent := range []int{99, 98, 0} {
 		recs[i] = newPhaseRecord(&p.Phases[i], time.Second)
 		for range sent {
-			recs[i].add(p.Phases[i].Path, -1, outcome{status: 200}, time.Millisecond, time.Millisecond, false)
+			recs[i].add(p.Phases[i].Path, -1, outcome{status: 200}, times{sent: time.Millisecond, due: time.Millisecond})
 		}
 	}
 	recs[0].drop() // a: 1 of 100, passes
@@ -434,7 +434,7 @@ func TestOverOnePercentDroppedFailsThePhase(t *testing.T) {
 func TestDefaultsAreTheGeneratorsOwn(t *testing.T) {
 	got, err := loadConfig(func(k string) string { return map[string]string{"PLAN": "plan.json"}[k] })
 	want := config{plan: "plan.json", metricsAddr: ":9465", scrapeWait: 10 * time.Second, timeout: 60 * time.Second,
-		maxInFlight: 1000, segment: 0, segments: 1}
+		connections: 1000, segment: 0, segments: 1}
 	if err != nil || got != want {
 		t.Errorf("loadConfig with PLAN alone: %+v (%v), want %+v", got, err, want)
 	}
@@ -443,7 +443,7 @@ func TestDefaultsAreTheGeneratorsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, v := range map[string]string{"OPENLOOP_METRICS_ADDR": ":9465", "OPENLOOP_SCRAPE_WAIT": "10s",
-		"OPENLOOP_TIMEOUT": "60s", "OPENLOOP_MAX_IN_FLIGHT": "1000", "OPENLOOP_SEGMENT": "0/1"} {
+		"OPENLOOP_TIMEOUT": "60s", "OPENLOOP_CONNECTIONS": "1000", "OPENLOOP_SEGMENT": "0/1"} {
 		if row := "| `" + name + "` | `" + v + "`"; !strings.Contains(string(readme), row) {
 			t.Errorf("README.md's table lacks %s", row)
 		}

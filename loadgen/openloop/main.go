@@ -101,7 +101,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("a timer: %w", err)
 	}
 	defer clk.close()
-	s := newSender(cfg, m, clk)
+	s := newSender(ctx, cfg, m, clk)
+	defer s.wait()
+	m.countOpened(s.opened.Load)
+	opened, wanted, err := s.preOpen(p)
+	if err != nil {
+		return settingError{err}
+	}
+	fmt.Fprintf(stdout, "opened %d of %d connections to the paths (at most %d a path, OPENLOOP_CONNECTIONS)\n", opened, wanted, cfg.connections)
 	recs := make([]*phaseRecord, len(p.Phases))
 	for i := range p.Phases {
 		recs[i] = newPhaseRecord(&p.Phases[i], cfg.timeout)

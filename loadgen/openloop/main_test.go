@@ -239,7 +239,9 @@ func TestBadSettingsAreRefusedByName(t *testing.T) {
 		"OPENLOOP_SEGMENT=2/2":        "OPENLOOP_SEGMENT",
 		"OPENLOOP_SEGMENT=x":          "OPENLOOP_SEGMENT",
 		"OPENLOOP_TIMEOUT=0s":         "OPENLOOP_TIMEOUT",
-		"OPENLOOP_MAX_IN_FLIGHT=0":    "OPENLOOP_MAX_IN_FLIGHT",
+		"OPENLOOP_CONNECTIONS=0":      "OPENLOOP_CONNECTIONS",
+		"OPENLOOP_CONNECTIONS=many":   "OPENLOOP_CONNECTIONS",
+		"OPENLOOP_MAX_IN_FLIGHT=1000": "OPENLOOP_CONNECTIONS",
 		"OPENLOOP_SCRAPE_WAIT=soon":   "OPENLOOP_SCRAPE_WAIT",
 		"OPENLOOP_LOG_LOAD_JSON=yes":  "OPENLOOP_LOG_LOAD_JSON",
 		"PLAN=":                       "PLAN",
@@ -364,7 +366,7 @@ func TestOutcomesAreCountedByKind(t *testing.T) {
 	closed := l.Addr().String()
 	l.Close()
 	_, err = http.Get("http://" + closed + "/")
-	if o := classify(nil, err); o.failure != "refused" || o.key() != "refused" {
+	if o := outcomeOf(0, err); o.failure != "refused" || o.key() != "refused" {
 		t.Errorf("a connection refused: %+v (%v)", o, err)
 	}
 
@@ -372,10 +374,10 @@ func TestOutcomesAreCountedByKind(t *testing.T) {
 	p := &plan{Testid: "t", Phases: []phase{*ph}}
 	rec := newPhaseRecord(ph, time.Second)
 	for i, o := range []outcome{{failure: "refused"}, {failure: "refused"}, {failure: "reset"}, {status: 502}} {
-		rec.add("tcp", -1, o, time.Millisecond, time.Millisecond, i == 0)
+		rec.add("tcp", -1, o, times{sent: time.Millisecond, due: 3 * time.Millisecond, queue: time.Duration(i) * time.Millisecond})
 	}
 	for range 396 {
-		rec.add("tcp", -1, outcome{status: 200}, time.Millisecond, time.Millisecond, false)
+		rec.add("tcp", -1, outcome{status: 200}, times{sent: time.Millisecond, due: time.Millisecond})
 	}
 	got := phaseJSON(p, ph, rec)["statuses"].(map[string]int64)
 	want := map[string]int64{"502": 1, "503": 0, "504": 0, "0": 3, "refused": 2, "reset": 1, "timeout": 0, "connect_timeout": 0}
@@ -387,7 +389,7 @@ func TestOutcomesAreCountedByKind(t *testing.T) {
 	if doc := loadJSON(p, start{at: time.UnixMilli(0)}, []*phaseRecord{rec}); len(doc["thresholds_failed"].([]string)) != 0 || doc["totals"].(map[string]any)["failed_rate"] != 0.01 {
 		t.Errorf("4 of 400 failed (1%%): %v, %v; want the threshold passed", doc["totals"], doc["thresholds_failed"])
 	}
-	rec.add("tcp", -1, outcome{status: 503}, time.Millisecond, time.Millisecond, false)
+	rec.add("tcp", -1, outcome{status: 503}, times{sent: time.Millisecond, due: time.Millisecond})
 	if doc := loadJSON(p, start{at: time.UnixMilli(0)}, []*phaseRecord{rec}); len(doc["thresholds_failed"].([]string)) != 1 {
 		t.Errorf("5 of 401 failed: thresholds_failed %v, want http_req_failed", doc["thresholds_failed"])
 	}

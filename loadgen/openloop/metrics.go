@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,8 +25,10 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	late     *prometheus.CounterVec
 	drops    *prometheus.CounterVec
+	opened   prometheus.CounterFunc
 	inFlight prometheus.Gauge
 	reg      *prometheus.Registry
+	testid   string
 	scraped  atomic.Int64 // unix nanoseconds of the last scrape's start
 }
 
@@ -58,15 +61,23 @@ func newMetrics(testid string) *metrics {
 		}, perPath),
 		drops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "openloop_dropped_requests_total",
-			Help: "Requests due but not sent: OPENLOOP_MAX_IN_FLIGHT were in flight.",
+			Help: "Requests due but not sent, an overflow: every connection of the path's pool (OPENLOOP_CONNECTIONS) was busy.",
 		}, perPath),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "openloop_requests_in_flight", Help: "Requests sent and not yet come back.",
 		}),
-		reg: reg,
+		reg: reg, testid: testid,
 	}
 	f.MustRegister(m.requests, m.duration, m.late, m.drops, m.inFlight)
 	return m
+}
+
+// countOpened: openloop_connections_opened_total reads the sender's count.
+func (m *metrics) countOpened(n func() int64) {
+	m.opened = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "openloop_connections_opened_total", Help: "Connections dialed to the paths, before the run and during it.",
+	}, func() float64 { return float64(n()) })
+	prometheus.WrapRegistererWith(prometheus.Labels{"testid": m.testid}, m.reg).MustRegister(m.opened)
 }
 
 func (m *metrics) phaseLabels(ph *phase) phaseLabels {
@@ -80,18 +91,57 @@ func (m *metrics) phaseLabels(ph *phase) phaseLabels {
 func (m *metrics) with(l phaseLabels, path string) []string { return append([]string{path}, l...) }
 
 func (m *metrics) observe(l phaseLabels, path string, o outcome, d time.Duration, late bool) {
-	lv := m.with(l, path)
-	m.requests.WithLabelValues(append(lv, o.key())...).Inc()
+	m.forPath(l, path).observe(o, d, late)
+}
+
+// pathMetrics: one path's series in one phase, each looked up once, at its
+// first use (a label lookup per request costs more than the rest of its
+// recording; a series no request has touched is not scraped).
+type pathMetrics struct {
+	m           *metrics
+	lv          []string
+	mu          sync.Mutex
+	duration    prometheus.Observer
+	late, drops prometheus.Counter
+	requests    map[string]prometheus.Counter // by status
+}
+
+func (m *metrics) forPath(l phaseLabels, path string) *pathMetrics {
+	return &pathMetrics{m: m, lv: m.with(l, path), requests: map[string]prometheus.Counter{}}
+}
+
+func (pm *pathMetrics) observe(o outcome, d time.Duration, late bool) {
+	k := o.key()
+	pm.mu.Lock()
+	c := pm.requests[k]
+	if c == nil {
+		c = pm.m.requests.WithLabelValues(append(append([]string{}, pm.lv...), k)...)
+		pm.requests[k] = c
+	}
+	if o.ok() && pm.duration == nil {
+		pm.duration = pm.m.duration.WithLabelValues(pm.lv...)
+	}
+	if late && pm.late == nil {
+		pm.late = pm.m.late.WithLabelValues(pm.lv...)
+	}
+	pm.mu.Unlock()
+	c.Inc()
 	if o.ok() {
-		m.duration.WithLabelValues(lv...).Observe(d.Seconds())
+		pm.duration.Observe(d.Seconds())
 	}
 	if late {
-		m.late.WithLabelValues(lv...).Inc()
+		pm.late.Inc()
 	}
 }
 
-func (m *metrics) dropped(l phaseLabels, path string) {
-	m.drops.WithLabelValues(m.with(l, path)...).Inc()
+// overflow: a request due that found every connection of its path busy.
+func (pm *pathMetrics) overflow() {
+	pm.mu.Lock()
+	if pm.drops == nil {
+		pm.drops = pm.m.drops.WithLabelValues(pm.lv...)
+	}
+	pm.mu.Unlock()
+	pm.drops.Inc()
 }
 
 // serve: /metrics on addr until ctx ends. Each scrape is noted, so that the

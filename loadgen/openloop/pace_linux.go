@@ -21,6 +21,9 @@ type clock struct {
 	// times (time.Time) into the timerfd's absolute CLOCK_MONOTONIC times.
 	base     time.Time
 	baseMono int64
+
+	ctx  context.Context // the one watched, and how to stop watching it
+	stop func() bool
 }
 
 func newClock() (*clock, error) {
@@ -44,19 +47,35 @@ func (c *clock) until(ctx context.Context, t time.Time) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
+	c.watch(ctx)
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(c.baseMono + int64(t.Sub(c.base)))}
 	if err := unix.TimerfdSettime(c.fd, unix.TFD_TIMER_ABSTIME, &spec, nil); err != nil {
 		return sleepUntil(ctx, t)
 	}
-	done := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() { c.file.SetReadDeadline(time.Now()); close(done) })
 	_, err := c.file.Read(c.buf[:])
-	if !stop() {
-		<-done
-		c.file.SetReadDeadline(time.Time{})
+	if ctx.Err() != nil {
 		return false
 	}
-	return err == nil || ctx.Err() == nil && sleepUntil(ctx, t)
+	return err == nil || sleepUntil(ctx, t)
 }
 
-func (c *clock) close() { c.file.Close() }
+// watch: ctx's end wakes a wait on the timer (set up once per ctx, not per
+// wait: the pacer waits up to once a request).
+func (c *clock) watch(ctx context.Context) {
+	if c.ctx == ctx {
+		return
+	}
+	if c.stop != nil {
+		c.stop()
+		c.file.SetReadDeadline(time.Time{})
+	}
+	c.ctx = ctx
+	c.stop = context.AfterFunc(ctx, func() { c.file.SetReadDeadline(time.Now()) })
+}
+
+func (c *clock) close() {
+	if c.stop != nil {
+		c.stop()
+	}
+	c.file.Close()
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -240,17 +239,15 @@ func (ph *phase) url(path string) string {
 	return ph.URL
 }
 
-// request i of the phase: its method and URL (a replay's: the cycle's
-// logged method and target on the path's URL).
-func (ph *phase) request(path string, i int) (method, url string) {
+// request i of the phase: whether it is a HEAD (else a GET), and the
+// target appended to its path's URL (a replay's: the cycle's logged method
+// and target; else none).
+func (ph *phase) request(i int) (head bool, target string) {
 	if s := ph.sched; s != nil {
 		c := i / len(ph.Paths)
-		if s.head[c] {
-			return http.MethodHead, ph.url(path) + s.target[c]
-		}
-		return http.MethodGet, ph.url(path) + s.target[c]
+		return s.head[c], s.target[c]
 	}
-	return http.MethodGet, ph.url(path)
+	return false, ""
 }
 
 // loadFile: where load.json goes, beside the plan (plan-r5.json: load-r5.json).

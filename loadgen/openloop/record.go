@@ -1,14 +1,9 @@
 package main
 
 import (
-	"errors"
-	"io"
 	"math"
-	"net"
-	"net/http"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -48,59 +43,52 @@ func (o outcome) ok() bool { return o.status >= 200 && o.status < 400 }
 // key: the outcome as load.json's statuses and the metrics' status label
 // name it: the status, or the failure for a request without a response.
 func (o outcome) key() string {
+	if o.status == 200 {
+		return "200" // most of them: no string made
+	}
 	if o.status > 0 {
 		return strconv.Itoa(o.status)
 	}
 	return o.failure
 }
 
-// classify: a request's outcome from its response or error.
-func classify(resp *http.Response, err error) outcome {
-	if err == nil {
-		return outcome{status: resp.StatusCode}
-	}
-	var op *net.OpError
-	dial := errors.As(err, &op) && op.Op == "dial"
-	var ne net.Error
-	switch {
-	case errors.As(err, &ne) && ne.Timeout() && dial:
-		return outcome{failure: "connect_timeout"}
-	case errors.As(err, &ne) && ne.Timeout():
-		return outcome{failure: "timeout"}
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return outcome{failure: "refused"}
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return outcome{failure: "reset"}
-	}
-	return outcome{failure: "error"}
+// times: one request's durations from its four timestamps (due, written,
+// first byte, last byte): from its actual send (written) to its last byte,
+// from its due time to its last byte, its wait in the generator (due to
+// written) and from written to the answer's first byte.
+type times struct {
+	sent, due, queue, first time.Duration
 }
 
 // tally: one set of requests' counts and the durations of its successes,
-// from the actual send (sent) and, but in a block, from the due time (due).
+// from the actual send (sent) and, but in a route, from the due time (due),
+// the generator's queue (queue) and to the first byte (first).
 type tally struct {
-	requests, failed int64
-	sent, due        *hdrhistogram.Histogram
-	statuses         map[string]int64
+	requests, failed        int64
+	sent, due, queue, first *hdrhistogram.Histogram
+	statuses                map[string]int64
 }
 
-func newTally(top time.Duration, withDue bool) *tally {
+func newTally(top time.Duration, full bool) *tally {
 	t := &tally{sent: newHist(top), statuses: map[string]int64{}}
-	if withDue {
-		t.due = newHist(top)
+	if full {
+		t.due, t.queue, t.first = newHist(top), newHist(top), newHist(top)
 	}
 	return t
 }
 
-func (t *tally) add(o outcome, sent, due time.Duration) {
+func (t *tally) add(o outcome, d times) {
 	t.requests++
 	t.statuses[o.key()]++
 	if !o.ok() {
 		t.failed++
 		return
 	}
-	record(t.sent, sent)
+	record(t.sent, d.sent)
 	if t.due != nil {
-		record(t.due, due)
+		record(t.due, d.due)
+		record(t.queue, d.queue)
+		record(t.first, d.first)
 	}
 }
 
@@ -128,7 +116,8 @@ type phaseRecord struct {
 	mu      sync.Mutex
 	all     *tally
 	late    int64 // sent more than lateAfter behind its due time
-	dropped int64 // not sent: maxInFlight requests were in flight
+	dropped int64 // not sent: an overflow, every connection of its path's pool busy
+	dialed  int64 // connections opened while it ran
 	byPath  map[string]*tally
 	byBlock map[string][]*blockTally // a measured interleaved stream: per path, per block (nil until used)
 	byRoute []map[string]*routeTally // a replay: per route of the plan, per path (nil until used)
@@ -171,34 +160,43 @@ func (r *phaseRecord) addRoute(route int, path string, block int, o outcome, sen
 		t = &routeTally{tally: newTally(r.top, false), blockN: make([]int64, r.nBlocks), blockSumUS: make([]int64, r.nBlocks)}
 		r.byRoute[route][path] = t
 	}
-	t.add(o, sent, 0)
+	t.add(o, times{sent: sent})
 	if o.ok() && block >= 0 && block < r.nBlocks {
 		t.blockN[block]++
 		t.blockSumUS[block] += max(sent.Microseconds(), histLowest)
 	}
 }
 
-func (r *phaseRecord) add(path string, block int, o outcome, sent, due time.Duration, late bool) {
+// add: a request's outcome and durations; it was late when it waited in
+// the generator more than lateAfter.
+func (r *phaseRecord) add(path string, block int, o outcome, d times) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.all.add(o, sent, due)
-	if late {
+	r.all.add(o, d)
+	if d.queue > lateAfter {
 		r.late++
 	}
 	if t := r.byPath[path]; t != nil {
-		t.add(o, sent, due)
+		t.add(o, d)
 	}
 	if block >= 0 && block < r.nBlocks {
 		bs := r.byBlock[path]
 		if bs[block] == nil {
 			bs[block] = &blockTally{}
 		}
-		bs[block].add(o, sent)
+		bs[block].add(o, d.sent)
 	}
 }
 
 func (r *phaseRecord) drop() {
 	r.mu.Lock()
 	r.dropped++
+	r.mu.Unlock()
+}
+
+// opened: connections dialed while the phase ran.
+func (r *phaseRecord) opened(n int64) {
+	r.mu.Lock()
+	r.dialed += n
 	r.mu.Unlock()
 }

@@ -2,93 +2,147 @@ package main
 
 import (
 	"context"
-	"io"
+	"fmt"
+	"math"
 	"net"
-	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // sender sends the plan's requests on time, open loop: request i of a phase
 // goes out at its due time whether or not earlier ones have come back, and
 // its duration is taken from that due time (coordinated omission cannot hide
-// a stall) as well as from its actual send.
+// a stall) as well as from its actual send. One pacer (phase) waits on the
+// clock and, at each wake-up, hands every request already due to an idle
+// connection of its path's pool (conn.go); a request that finds none is an
+// overflow, counted (dropped_iterations), never sent late.
 type sender struct {
-	client   *http.Client
-	slots    chan struct{} // one per request in flight
-	inFlight sync.WaitGroup
-	m        *metrics
-	clock    *clock
-	seg, n   int
+	ctx     context.Context
+	m       *metrics
+	clock   *clock
+	seg, n  int
+	size    int // connections per path at most (OPENLOOP_CONNECTIONS)
+	timeout time.Duration
+	dialer  *net.Dialer
+	pools   map[string]*pool // by path and endpoint
+	conns   sync.WaitGroup   // one per connection's goroutine
+	opened  atomic.Int64     // connections dialed, ever
+	stop    func() bool
 }
 
-func newSender(cfg config, m *metrics, c *clock) *sender {
-	// Connections to nginx are kept and reused, as a browser or k6 does;
-	// what differs between the paths is nginx's side. As many idle ones as
-	// can be in flight, so that none is closed and reopened under load.
-	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: cfg.timeout}).DialContext,
-		MaxIdleConns:        cfg.maxInFlight,
-		MaxIdleConnsPerHost: cfg.maxInFlight,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-	}
-	return &sender{
-		client: &http.Client{Transport: tr, Timeout: cfg.timeout},
-		slots:  make(chan struct{}, cfg.maxInFlight),
-		m:      m, clock: c, seg: cfg.segment, n: cfg.segments,
-	}
+func newSender(ctx context.Context, cfg config, m *metrics, c *clock) *sender {
+	s := &sender{ctx: ctx, m: m, clock: c, seg: cfg.segment, n: cfg.segments, size: cfg.connections,
+		timeout: cfg.timeout, dialer: &net.Dialer{Timeout: cfg.timeout, KeepAlive: -1}, pools: map[string]*pool{}}
+	s.stop = context.AfterFunc(ctx, func() {
+		for _, p := range s.pools {
+			p.abort()
+		}
+	})
+	return s
 }
+
+// poolFor: the pool of a path's endpoint (made once, kept for the run).
+func (s *sender) poolFor(path, rawURL string) (*pool, error) {
+	ep, err := endpointOf(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	key := path + " " + ep.addr + " " + ep.host
+	p := s.pools[key]
+	if p == nil {
+		p = &pool{ep: ep, size: s.size, dialer: s.dialer, s: s}
+		s.pools[key] = p
+	}
+	return p, nil
+}
+
+// preOpen: before the run, each path's connections its peak rate needs at
+// preOpenLatency each (Little's law; at least 2, at most
+// OPENLOOP_CONNECTIONS), dialed; more are dialed while it runs where a
+// path's answers take longer. It returns how many were opened and wanted.
+func (s *sender) preOpen(p *plan) (opened, wanted int, err error) {
+	peak := map[*pool]float64{}
+	for i := range p.Phases {
+		ph := &p.Phases[i]
+		paths := []string{ph.Path}
+		if ph.Path == mix {
+			paths = ph.Paths
+		}
+		rate := float64(p.requests(ph)) / ph.DurationS / float64(s.n) / float64(len(paths))
+		for _, path := range paths {
+			pl, err := s.poolFor(path, ph.url(path))
+			if err != nil {
+				return 0, 0, fmt.Errorf("PLAN: phase %s: %w", ph.Name, err)
+			}
+			peak[pl] = max(peak[pl], rate)
+		}
+	}
+	var wg sync.WaitGroup
+	var total atomic.Int64
+	for pl, rate := range peak {
+		n := min(max(2, int(math.Ceil(rate*preOpenLatency.Seconds()))), pl.size)
+		wanted += n
+		wg.Go(func() { total.Add(int64(pl.open(s.ctx, n))) })
+	}
+	wg.Wait()
+	return int(total.Load()), wanted, nil
+}
+
+// preOpenLatency: the answer time the connections opened before the run
+// are counted for (a path's peak rate x this many in flight).
+const preOpenLatency = 5 * time.Millisecond
 
 // phase sends one phase's stream, from start (its planned start) for its
 // duration: the indexes of this process's segment. It returns once the last
-// one is sent; those still in flight are waited for by wait.
+// one is handed out; those still in flight are waited for by wait.
 func (s *sender) phase(ctx context.Context, p *plan, ph *phase, start time.Time, rec *phaseRecord) {
 	labels := s.m.phaseLabels(ph)
+	type target struct {
+		pool *pool
+		pm   *pathMetrics
+	}
+	targets := map[string]target{}
+	paths := []string{ph.Path}
+	if ph.Path == mix {
+		paths = ph.Paths
+	}
+	for _, path := range paths {
+		pl, err := s.poolFor(path, ph.url(path))
+		if err != nil {
+			return // the plan's URLs are checked before the run starts
+		}
+		targets[path] = target{pl, s.m.forPath(labels, path)}
+	}
 	total := p.requests(ph)
+	var now time.Time
 	for i := s.seg; i < total; i += s.n {
 		due := start.Add(p.at(ph, i))
-		if !s.clock.until(ctx, due) {
-			return
+		if due.After(now) { // else due by the last look at the clock: sent in this wake-up's batch
+			if !s.clock.until(ctx, due) {
+				return
+			}
+			now = time.Now()
 		}
 		path, block := p.target(ph, i)
-		select {
-		case s.slots <- struct{}{}:
-		default:
+		t := targets[path]
+		c := t.pool.take()
+		if c == nil {
 			rec.drop()
-			s.m.dropped(labels, path)
+			t.pm.overflow()
 			continue
 		}
-		s.inFlight.Add(1)
-		method, url := ph.request(path, i)
-		go s.one(ctx, method, url, path, block, ph.route(i), due, rec, labels)
+		head, suffix := ph.request(i)
+		c.send(job{head: head, target: suffix, due: due, path: path, block: block, route: ph.route(i), rec: rec, pm: t.pm})
 	}
 }
 
-// one request: sent now, timed to its last byte, recorded.
-func (s *sender) one(ctx context.Context, method, url, path string, block, route int, due time.Time, rec *phaseRecord, labels phaseLabels) {
-	s.m.inFlight.Inc()
-	defer func() { s.m.inFlight.Dec(); <-s.slots; s.inFlight.Done() }()
-	req, err := http.NewRequestWithContext(ctx, method, url, nil)
-	if err != nil {
-		return // the plan's URLs are checked before the run starts
+// wait: until every request sent has come back or timed out; then the
+// connections are closed.
+func (s *sender) wait() {
+	for _, p := range s.pools {
+		p.end()
 	}
-	sent := time.Now()
-	resp, err := s.client.Do(req)
-	if err == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			resp = nil
-		}
-	}
-	done := time.Now()
-	o := classify(resp, err)
-	late := sent.Sub(due) > lateAfter
-	rec.add(path, block, o, done.Sub(sent), done.Sub(due), late)
-	rec.addRoute(route, path, block, o, done.Sub(sent))
-	s.m.observe(labels, path, o, done.Sub(sent), late)
+	s.conns.Wait()
+	s.stop()
 }
-
-// wait: until every request sent has come back or timed out.
-func (s *sender) wait() { s.inFlight.Wait() }

@@ -59,9 +59,8 @@ func phaseJSON(p *plan, ph *phase, r *phaseRecord) map[string]any {
 	out["failed_rate"] = share(t.failed, t.requests)
 	out["dropped_iterations"] = r.dropped
 	out["late_rate"] = share(r.late, t.requests)
-	out["duration_ms"] = durations(t.sent)
-	out["scheduled_ms"] = durations(t.due)
-	out["hdr"] = map[string]string{"sent": encode(t.sent), "due": encode(t.due)}
+	out["connections_opened"] = r.dialed
+	figures(out, t)
 	out["statuses"] = statusesJSON(t)
 	if ph.Path == mix {
 		by := map[string]any{}
@@ -72,13 +71,13 @@ func phaseJSON(p *plan, ph *phase, r *phaseRecord) map[string]any {
 			for b, bt := range r.byBlock[path] {
 				bl[b] = blockJSON(bt, h)
 			}
-			by[path] = map[string]any{
+			v := map[string]any{
 				"requests": pt.requests, "failed_rate": share(pt.failed, pt.requests),
-				"duration_ms": durations(pt.sent), "scheduled_ms": durations(pt.due),
-				"hdr":      map[string]string{"sent": encode(pt.sent), "due": encode(pt.due)},
 				"statuses": statusesJSON(pt),
 				"blocks":   bl,
 			}
+			figures(v, pt)
+			by[path] = v
 		}
 		out["by_path"] = by
 	}
@@ -86,6 +85,19 @@ func phaseJSON(p *plan, ph *phase, r *phaseRecord) map[string]any {
 		out["by_route"] = routesJSON(ph, r)
 	}
 	return out
+}
+
+// figures: a tally's durations, as quantiles and as histograms (hdr), each
+// under its name in load.json (merge_segments.py's HDR_FIGURES): from the
+// actual send, from the due time, the generator's queue (due to written) and
+// to the first byte.
+func figures(out map[string]any, t *tally) {
+	out["duration_ms"] = durations(t.sent)
+	out["scheduled_ms"] = durations(t.due)
+	out["queue_ms"] = durations(t.queue)
+	out["first_byte_ms"] = durations(t.first)
+	out["hdr"] = map[string]string{"sent": encode(t.sent), "due": encode(t.due), "queue": encode(t.queue),
+		"first_byte": encode(t.first)}
 }
 
 // routesJSON: a replay's figures per route of the plan (settings.traffic's
@@ -175,7 +187,8 @@ func loadJSON(p *plan, st start, recs []*phaseRecord) map[string]any {
 const droppedThreshold = "dropped_iterations"
 
 // overDropped: the phases whose load did not go out: more than 1% of the
-// requests due (sent and dropped) dropped, not sent.
+// requests due (sent and dropped) dropped, not sent (an overflow: every
+// connection of their path busy).
 func overDropped(p *plan, recs []*phaseRecord) []string {
 	var names []string
 	for i, r := range recs {
@@ -202,7 +215,7 @@ func verdict(thresholds []string) string {
 		}
 	}
 	if len(phases) > 0 {
-		says = append(says, fmt.Sprintf("the load of %s did not go out (more than 1%% of its requests dropped, not sent: OPENLOOP_MAX_IN_FLIGHT were in flight)",
+		says = append(says, fmt.Sprintf("the load of %s did not go out (more than 1%% of its requests dropped, not sent: an overflow, every one of a path's OPENLOOP_CONNECTIONS busy)",
 			strings.Join(phases, ", ")))
 	}
 	return strings.Join(says, "; ")
