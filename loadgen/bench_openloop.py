@@ -1,24 +1,38 @@
 #!/usr/bin/env python3
-"""Benchmark, not a test: what the lab's generator (loadgen/openloop) costs.
+"""Benchmark, not a test: the lab's generator (loadgen/openloop) beside oha,
+vegeta and wrk, in one run, on one core.
 
-On this machine, no Docker: Debian's nginx answers 200 on 127.0.0.1 (return
-200, no upstream), and openloop, pinned to one core (taskset), runs a plan of
-one path at rising fixed rates. For each rate it prints the share of
-requests sent over 1 ms late, the dropped ones, the rate held and the median
-and p99 from the actual send and from the due time; the highest rate with
-under 1% late is what it holds on one core. Then the latency it adds: at 500
-and 2,000 req/s, openloop's median from the actual send beside oha's (-q, a fixed rate, no latency correction, pinned to
-the same core) against the same nginx.
+On this machine, no Docker: Debian's nginx, one worker pinned to one core,
+answers 200 on 127.0.0.1 (return 200, no upstream). Each generator in turn,
+pinned to the other core (taskset), sends one path at each fixed rate:
+openloop (GOMAXPROCS=1, a plan of a warm-up and one measured phase), oha
+(-q, no latency correction, one worker thread) and vegeta (attack -rate,
+GOMAXPROCS=1), the three back to back at each rate so that they share the
+machine's minutes. For each it gives the share of requests sent over 1 ms
+late (openloop: its late_rate, with its overflow; oha and vegeta: their
+i-th start against origin + i/rate, the origin as early as their sends
+allow, with the requests never sent counted late), the rate held, and the median and p99 from the
+send. The highest rate with under 1% late is what each holds on one core.
+Then wrk flat out (closed loop, 1 thread, --wrk-connections) on that core:
+the ceiling of one core's HTTP/1.1 work against this nginx. Then the
+latency each adds, at --latency-rates (500 and 2,000 req/s).
 
-    python3 loadgen/bench_openloop.py [--rates 1000,5000,...] [--duration 10]
-        [--core 1] [--nginx-core 0] [--oha PATH]
-Needs nginx, taskset and go on PATH; oha (scripts/test-deps.sh oha) for the
-comparison. Prints a Markdown table for docs/results.md.
+    python3 loadgen/bench_openloop.py [--rates 5000,10000,...] [--duration 10]
+        [--repeat 1] [--core 1] [--nginx-core 0] [--nice 0]
+        [--oha PATH] [--vegeta PATH] [--wrk PATH] [--only openloop,oha,...]
+Needs nginx, taskset and go on PATH; oha and vegeta from
+scripts/test-deps.sh (oha, vegeta), wrk from Debian. A peer not found is
+left out, said so. Prints Markdown tables for docs/results.md.
 """
 import argparse
+import csv
+import io
 import json
+import os
+import re
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,12 +40,15 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+CACHE = Path(os.environ.get("UDS_LAB_CACHE", Path.home() / ".cache" / "uds-lab")) / "bin"
+LATE_S = 0.001  # openloop's lateAfter
 
 NGINX_CONF = """
 worker_processes 1;
 pid {dir}/nginx.pid;
 error_log {dir}/error.log;
 events {{ worker_connections 4096; }}
+worker_rlimit_nofile 8192;
 http {{
     access_log off;
     keepalive_requests 1000000;
@@ -62,58 +79,162 @@ def plan(dir_, url, rate, duration, warmup=2):
     return p
 
 
-def run_openloop(binary, core, plan_file):
-    env = {"PLAN": str(plan_file), "OPENLOOP_METRICS_ADDR": "off", "GOMAXPROCS": "1"}
-    subprocess.run(["taskset", "-c", str(core), str(binary)], env=env, check=False, capture_output=True)
-    load = json.loads(Path(str(plan_file).replace("plan-", "load-")).read_text())
-    return load["phases"][-1]
+def quantile(xs, q):
+    """The q-quantile of sorted xs (nearest rank), None where empty."""
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else None
 
 
-def run_oha(oha, core, url, rate, duration):
-    out = subprocess.run(["taskset", "-c", str(core), oha, "--no-tui", "--output-format", "json", "-q", str(rate),
-                          "-z", f"{duration}s", url], capture_output=True, text=True, check=True)
-    doc = json.loads(out.stdout)
-    pct = doc["latencyPercentiles"]
-    return {"p50_ms": pct["p50"] * 1000, "p99_ms": pct["p99"] * 1000, "rps": doc["summary"]["requestsPerSec"]}
+def figures(rate, duration, starts, durations):
+    """A peer's figures from each request's start (s from its first due time)
+    and duration (s): the share late (the i-th start over 1 ms behind
+    origin + i/rate, or never sent), the rate held, the median and p99."""
+    due = int(rate * duration)
+    starts = sorted(starts)[:due]
+    # The peer's own origin: its schedule as early as its sends allow (none
+    # goes out before its due time), so that a lag of its clock is not late.
+    origin = min((s - i / rate for i, s in enumerate(starts)), default=0)
+    late = sum(1 for i, s in enumerate(starts) if s - origin - i / rate > LATE_S) + max(0, due - len(starts))
+    d = sorted(durations)
+    return {"late": late / due, "held": min(len(starts), due) / duration, "p50_us": quantile(d, 0.5) * 1e6 if d else 0,
+            "p99_us": quantile(d, 0.99) * 1e6 if d else 0, "dropped": max(0, due - len(starts))}
+
+
+def prefix(core, nice):
+    return (["nice", "-n", str(nice)] if nice else []) + ["taskset", "-c", str(core)]
+
+
+def run_openloop(binary, core, nice, work, url, rate, duration):
+    env = {"PLAN": str(plan(work, url, rate, duration)), "OPENLOOP_METRICS_ADDR": "off", "GOMAXPROCS": "1",
+           "PATH": os.environ.get("PATH", "")}
+    subprocess.run([*prefix(core, nice), str(binary)], env=env, check=False, capture_output=True, timeout=duration + 120)
+    ph = json.loads((Path(work) / f"load-{rate}.json").read_text())["phases"][-1]
+    due = ph["requests"] + ph["dropped_iterations"]
+    d = ph["duration_ms"]
+    return {"late": (ph["late_rate"] * ph["requests"] + ph["dropped_iterations"]) / due,
+            "held": ph["requests"] / ph["duration_s"], "p50_us": d.get("p50", 0) * 1000,
+            "p99_us": d.get("p99", 0) * 1000, "dropped": ph["dropped_iterations"],
+            "queue_p50_us": ph.get("queue_ms", {}).get("p50", 0) * 1000}
+
+
+def run_oha(oha, core, nice, url, rate, duration, warmup=2):
+    """oha -q rate for warmup + duration s; the requests due in the warm-up left out."""
+    out = subprocess.run([*prefix(core, nice), oha, "--no-tui", "--output-format", "csv", "--worker-threads", "1",
+                          "-q", str(rate), "-z", f"{warmup + duration}s", url],
+                         capture_output=True, text=True, check=True, timeout=warmup + duration + 120).stdout
+    rows = list(csv.DictReader(io.StringIO(out)))
+    rows = [(float(r["request-start"]), float(r["request-duration"])) for r in rows if r["status"] == "200"]
+    kept = [(s - warmup, d) for s, d in rows if s >= warmup - 0.5 / rate]
+    return figures(rate, duration, [s for s, _ in kept], [d for _, d in kept])
+
+
+def run_vegeta(vegeta, core, nice, work, url, rate, duration, warmup=2):
+    """vegeta attack at rate for warmup + duration s; the warm-up's requests (by seq) left out."""
+    results = Path(work) / "vegeta.bin"
+    env = {**os.environ, "GOMAXPROCS": "1"}
+    with results.open("wb") as f:
+        subprocess.run([*prefix(core, nice), vegeta, "attack", f"-rate={rate}/s", f"-duration={warmup + duration}s",
+                        "-timeout=30s"], input=f"GET {url}\n".encode(), stdout=f, env=env, check=True,
+                       timeout=warmup + duration + 120)
+    out = subprocess.run([vegeta, "encode", "--to", "csv", str(results)], capture_output=True, text=True,
+                         check=True).stdout
+    rows = [(int(r[8]), int(r[0]), int(r[2]), r[1]) for r in csv.reader(io.StringIO(out))]
+    if not rows:
+        return figures(rate, duration, [], [])
+    t0 = min(t for seq, t, _, _ in rows if seq == min(s for s, _, _, _ in rows))
+    first = int(warmup * rate)
+    kept = [((t - t0) / 1e9 - warmup, lat / 1e9) for seq, t, lat, code in rows if seq >= first and code == "200"]
+    return figures(rate, duration, [s for s, _ in kept], [d for _, d in kept])
+
+
+def run_wrk(wrk, core, nice, url, duration, connections):
+    out = subprocess.run([*prefix(core, nice), wrk, "-t1", f"-c{connections}", f"-d{duration}s", "--latency", url],
+                         capture_output=True, text=True, check=True, timeout=duration + 60).stdout
+    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    return float(m.group(1)) if m else 0.0
+
+
+def fmt_us(v):
+    return f"{v:,.0f} µs"
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rates", default="1000,5000,10000,20000,30000,40000")
+    ap.add_argument("--rates", default="5000,10000,15000,20000,25000,30000")
+    ap.add_argument("--latency-rates", default="500,2000")
     ap.add_argument("--duration", type=int, default=10)
-    ap.add_argument("--core", type=int, default=1, help="the generator's core")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each generator at each rate (figures: each, then the median)")
+    ap.add_argument("--core", type=int, default=1, help="the generators' core")
     ap.add_argument("--nginx-core", type=int, default=0)
-    ap.add_argument("--oha", default=shutil.which("oha"))
+    ap.add_argument("--nice", type=int, default=0, help="nice(1) for nginx and every generator (e.g. -10 on a shared machine)")
+    ap.add_argument("--oha", default=shutil.which("oha") or next(iter(sorted(CACHE.glob("oha-*"))), None))
+    ap.add_argument("--vegeta", default=shutil.which("vegeta") or next(iter(sorted(CACHE.glob("vegeta-*"))), None))
+    ap.add_argument("--wrk", default=shutil.which("wrk"))
+    ap.add_argument("--wrk-connections", type=int, default=64)
+    ap.add_argument("--only", default="openloop,oha,vegeta,wrk", help="which generators")
     args = ap.parse_args()
+    only = set(args.only.split(","))
+    for name in ("oha", "vegeta", "wrk"):
+        if name in only and not getattr(args, name):
+            print(f"{name}: not found (scripts/test-deps.sh {name}, or --{name} PATH): left out", file=sys.stderr)
+            only.discard(name)
     work = Path(tempfile.mkdtemp(prefix="bench-openloop-"))
     binary = work / "openloop"
     subprocess.run(["go", "build", "-o", str(binary), "."], cwd=HERE / "openloop", check=True)
     port = free_port()
     (work / "nginx.conf").write_text(NGINX_CONF.format(dir=work, port=port))
-    nginx = subprocess.Popen(["taskset", "-c", str(args.nginx_core), "nginx", "-c", str(work / "nginx.conf"),
+    nginx = subprocess.Popen([*prefix(args.nginx_core, args.nice), "nginx", "-c", str(work / "nginx.conf"),
                               "-g", "daemon off;"])
     url = f"http://127.0.0.1:{port}/"
+    gens = [g for g in ("openloop", "oha", "vegeta") if g in only]
+
+    def once(gen, rate):
+        if gen == "openloop":
+            return run_openloop(binary, args.core, args.nice, work, url, rate, args.duration)
+        if gen == "oha":
+            return run_oha(args.oha, args.core, args.nice, url, rate, args.duration)
+        return run_vegeta(args.vegeta, args.core, args.nice, work, url, rate, args.duration)
+
+    def table(rates, what):
+        runs = {}
+        for rate in rates:
+            for k in range(args.repeat):
+                for gen in gens:
+                    r = once(gen, rate)
+                    runs.setdefault((gen, rate), []).append(r)
+                    print(f"| {gen} | {rate:,} | {k + 1} | {r['held']:,.0f} | {r['late']:.2%} | {r['dropped']:,} | "
+                          f"{fmt_us(r['p50_us'])} | {fmt_us(r['p99_us'])} |", flush=True)
+        print(f"\n{what}, the median of {args.repeat} run(s):\n")
+        print("| generator | " + " | ".join(f"{r:,} req/s: late, p50, p99" for r in rates) + " | holds (< 1% late) |")
+        print("| --- | " + " | ".join("---:" for _ in rates) + " | ---: |")
+        for gen in gens:
+            cells, held = [], 0
+            for rate in rates:
+                rs = runs[(gen, rate)]
+                late = statistics.median(r["late"] for r in rs)
+                cells.append(f"{late:.2%}, {fmt_us(statistics.median(r['p50_us'] for r in rs))}, "
+                             f"{fmt_us(statistics.median(r['p99_us'] for r in rs))}")
+                if late < 0.01:
+                    held = max(held, rate)
+            print(f"| {gen} | " + " | ".join(cells) + f" | {held:,} |", flush=True)
+
     try:
         time.sleep(0.5)
-        print(f"openloop on core {args.core} (GOMAXPROCS=1), nginx 1 worker on core {args.nginx_core}, "
-              f"{args.duration} s a rate, {time.strftime('%Y-%m-%d %H:%M')}\n")
-        print("| rate (req/s) | held | late (> 1 ms) | dropped | p50 from send | p99 from send | p50 from due | p99 from due |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-        for rate in (int(r) for r in args.rates.split(",")):
-            ph = run_openloop(binary, args.core, plan(work, url, rate, args.duration))
-            d, s = ph["duration_ms"], ph["scheduled_ms"]
-            print(f"| {rate:,} | {ph['requests'] / ph['duration_s']:,.0f} | {ph['late_rate']:.2%} | "
-                  f"{ph['dropped_iterations']} | {d.get('p50', 0) * 1000:.0f} µs | {d.get('p99', 0) * 1000:.0f} µs | "
-                  f"{s.get('p50', 0) * 1000:.0f} µs | {s.get('p99', 0) * 1000:.0f} µs |", flush=True)
-        if args.oha:
-            print("\n| rate (req/s) | openloop p50 | openloop p99 | oha p50 | oha p99 |")
-            print("| ---: | ---: | ---: | ---: | ---: |")
-            for rate in (500, 2000):
-                ph = run_openloop(binary, args.core, plan(work, url, rate, args.duration))
-                o = run_oha(args.oha, args.core, url, rate, args.duration)
-                d = ph["duration_ms"]
-                print(f"| {rate:,} | {d['p50'] * 1000:.0f} µs | {d['p99'] * 1000:.0f} µs | {o['p50_ms'] * 1000:.0f} µs | "
-                      f"{o['p99_ms'] * 1000:.0f} µs |", flush=True)
+        load = os.getloadavg()
+        print(f"{time.strftime('%Y-%m-%d %H:%M %Z')}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
+              f"{os.cpu_count()} cores; generators on core {args.core}, nginx (1 worker) on core {args.nginx_core}, "
+              f"nice {args.nice}; {args.duration} s a run after a 2 s warm-up; {args.repeat} run(s) each\n")
+        print("| generator | rate (req/s) | run | held | late (> 1 ms) | not sent | p50 from send | p99 from send |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        table([int(r) for r in args.rates.split(",") if r], "The rates")
+        print()
+        table([int(r) for r in args.latency_rates.split(",") if r], "The latency each adds")
+        if "wrk" in only:
+            rps = [run_wrk(args.wrk, args.core, args.nice, url, args.duration, args.wrk_connections)
+                   for _ in range(args.repeat)]
+            print(f"\nwrk flat out (1 thread, {args.wrk_connections} connections, {args.duration} s): "
+                  + ", ".join(f"{r:,.0f}" for r in rps) + " req/s")
+        load = os.getloadavg()
+        print(f"\nended {time.strftime('%H:%M')}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     finally:
         nginx.terminate()
         nginx.wait()

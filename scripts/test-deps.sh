@@ -22,6 +22,8 @@
 #                                      CNI plugins, CoreDNS, ... from module sources (printed path)
 #   docker debootstrap compose         the Docker test bed (make e2e)
 #   oha                                loadgen's tests and the stand-in image (printed path)
+#   vegeta                             loadgen/bench_openloop.py's peer (printed path): vegeta's CLI
+#                                      from the Go module proxy
 #   stack-NAME                         a stack built with cargo (stacks/NAME/Cargo.toml: axum),
 #                                      for its stand-in image (printed path); apt builds them all
 #   prometheus node-exporter           binaries for its stand-in images (printed paths)
@@ -307,6 +309,9 @@ kube_build_unlocked() {
   echo "$out"
 }
 
+# loadgen/bench_openloop.py's peer (MIT), beside oha and wrk.
+VEGETA_VERSION=v12.13.0
+
 # The test bed's Kubernetes node (tests/k8s/node): its parts at these versions.
 CONTAINERD_VERSION=v2.4.2
 RUNC_VERSION=v1.5.2
@@ -416,6 +421,7 @@ for w in "${want[@]}"; do
     node-exporter) go_build node_exporter "github.com/prometheus/node_exporter@v${NODE_EXPORTER_IMAGE##*:v}" . \
         "-X github.com/prometheus/common/version.Version=${NODE_EXPORTER_IMAGE##*:v}" ;;
     oha) locked oha oha_build ;;
+    vegeta) go_build vegeta "github.com/tsenart/vegeta/v12@$VEGETA_VERSION" . "-X main.Version=$VEGETA_VERSION" ;;
     stack-*) stack_build "${w#stack-}" ;; # a built stack's binary (printed path)
     docker) # Debian's engine; the newer CLI already on a machine talks to it too.
       apt_install dockerd docker.io ;;
