@@ -152,8 +152,9 @@ def write_answer_chart(plt, w, wl, out_dir):
         ax.errorbar(r["saved_us"], y, xerr=[[r["saved_us"] - r["lo"]], [r["hi"] - r["saved_us"]]], fmt="o",
                     color=colour, capsize=5, markersize=6)
     ax.axvline(0, color="black", linewidth=0.8)
+    # The verdict in short (a "not sure yet" names the run that would decide in the table, not here).
     labels = [f"{r['pair'][0]} vs {r['pair'][1]} ({'pooled' if r['handling'] == 'pooled' else 'new connections'}): "
-              f"{r['words']}" for r in rows]
+              f"{'not sure yet' if r['verdict'] == 'unsure' else r['words']}" for r in rows]
     ax.set_yticks(ys, labels, fontsize=8)
     ax.set_xlabel("µs the socket saved (below 0: it cost)")
     ax.grid(axis="x", alpha=0.3)

@@ -67,5 +67,6 @@ def test_no_traffic_no_section_and_the_words():
     lines = traffic.markdown(traffic.section(LOAD, replay_phase(), TERMS, 2), 2)
     text = "\n".join(lines)
     assert lines[0] == "## Your traffic" and "1,200 logged requests (7 routes)" in text and "POST 3" in text
-    assert "| `/users/{id}` | 300 |" in text and "Holm, 6 comparisons" in text
+    assert "| `/users/{id}` | 300 | faster by 7" in text and "Holm, 6 comparisons" in text
+    assert "| `/rare` | 60 | too few requests a block (median 0.400 → 0.400 ms)" in text
     assert interleaved.MIN_BLOCK_REQUESTS == 5  # the words above quote it through the module

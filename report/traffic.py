@@ -43,6 +43,19 @@ def diff(series, t, block_s):
     return interleaved.block_diff(series, *t["paths"], scale=1e3, block_s=block_s)
 
 
+def cell(v, d, margin_pct):
+    """A verdict in a table cell: the answer's words, shortened (its interval in µs)."""
+    ci = f"{round(v['lo']):,} to {round(v['hi']):,} µs" if v.get("lo") is not None else ""
+    if v["verdict"] == "differs":
+        return f"{v['words']}; {ci}"
+    if v["verdict"] == "same":
+        return f"no difference > ±{margin_pct:g}%; {ci}"
+    if v["verdict"] == "unsure":
+        alone = v["lo"] is not None and (v["lo"] > 0 or v["hi"] < 0)  # taken back by the correction
+        return f"not sure yet once judged together; {ci} alone" if alone else f"not sure yet; {ci}"
+    return "too few requests a block" if d is None else v["words"] or "n/a"
+
+
 def section(load, mixed, terms, margin_pct):
     """The traffic's section of the report (None where the run replayed no log):
     the replay's summary, per answer comparison its median, p99 and mean cells,
@@ -65,7 +78,8 @@ def section(load, mixed, terms, margin_pct):
 
     def verdict(t, d):
         row = answer_row(t, {"figures": {"client_p50_ms": d}}, max(k, 1), margin_pct, None, failed)
-        return {k2: row.get(k2) for k2 in ("verdict", "words", "saved_us", "share", "lo", "hi", "inside_margin")}
+        out = {k2: row.get(k2) for k2 in ("verdict", "words", "saved_us", "share", "lo", "hi", "inside_margin")}
+        return {**out, "cell": cell(out, d, margin_pct)}
 
     rows = []
     for t in chosen:
@@ -100,19 +114,24 @@ def markdown(sec, margin_pct):
            "| connections | the socket against | median | p99 | mean |", "| --- | --- | --- | --- | --- |"]
     for c in sec["comparisons"]:
         out.append(f"| {c['handling']} | {c['against']} (`{c['pair'][0]}` vs `{c['pair'][1]}`) | "
-                   + " | ".join(c[s]["words"] or "n/a" for s in STATS) + " |")
+                   + " | ".join(c[s]["cell"] for s in STATS) + " |")
     out += ["", f"What the socket saved on the traffic's median (the answer's comparison), p99 and mean (the mean "
                 f"is the share of the requests' time it gives back); {sec['method']}; \"no difference\" within "
                 f"±{margin_pct:g}% (MARGIN)."]
     if sec["routes"]:
-        keys = [c["key"] for c in sec["comparisons"]]
-        heads = [f"`{c['pair'][0]}` vs `{c['pair'][1]}`" for c in sec["comparisons"]]
-        out += ["", "| route | logged requests | median (ms) | " + " | ".join(heads) + " |",
-                "| --- | ---: | --- | " + " | ".join("---" for _ in keys) + " |"]
+        cs = sec["comparisons"]
+        out += ["", "| route | logged requests | " + " | ".join(f"`{c['pair'][0]}` vs `{c['pair'][1]}`" for c in cs)
+                + " |", "| --- | ---: | " + " | ".join("---" for _ in cs) + " |"]
         for t in sec["routes"]:
-            med = ", ".join(f"{p} {v:.3f}" for p, v in t["median_ms"].items() if v is not None)
-            out.append(f"| `{t['route']}` | {t['requests'] or 0:,} | {med} | "
-                       + " | ".join(t["saved"][k]["words"] or "n/a" for k in keys) + " |")
-        out += ["", "Per route, what the socket saved on the route's mean, paired block by block (a block counts where "
-                    f"each path had {interleaved.MIN_BLOCK_REQUESTS} or more of the route's successful requests)."]
+            med = t["median_ms"]
+
+            def medians(c):
+                tcp, sock = med.get(c["pair"][1]), med.get(c["pair"][0])
+                return f" (median {tcp:.3f} → {sock:.3f} ms)" if tcp is not None and sock is not None else ""
+            out.append(f"| `{t['route']}` | {t['requests'] or 0:,} | "
+                       + " | ".join(t["saved"][c["key"]]["cell"] + medians(c) for c in cs) + " |")
+        out += ["", "Per route (the log's most requested, IDs folded), what the socket saved on the route's mean, "
+                    "paired block by block where each path had "
+                    f"{interleaved.MIN_BLOCK_REQUESTS} or more of the route's successful requests in a block; its "
+                    "median on TCP and on the socket beside it."]
     return out + [""]
