@@ -74,12 +74,17 @@ func bytesHandler(payload []byte) gin.HandlerFunc {
 		if !ok {
 			return
 		}
-		h := c.Writer.Header()
-		h.Set("Content-Type", contentTypeBinary)
-		h.Set("Content-Length", strconv.FormatInt(n, 10))
-		c.Status(http.StatusOK)
-		_, _ = c.Writer.Write(payload[:n])
+		sendBytes(c, payload[:n])
 	}
+}
+
+// sendBytes answers 200 with b as application/octet-stream.
+func sendBytes(c *gin.Context, b []byte) {
+	h := c.Writer.Header()
+	h.Set("Content-Type", contentTypeBinary)
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	c.Status(http.StatusOK)
+	_, _ = c.Writer.Write(b)
 }
 
 // cpuCheckEvery: how many SHA-256 rounds run between two looks at whether
@@ -160,11 +165,7 @@ func replayHandler(payload []byte) gin.HandlerFunc {
 				return
 			}
 		}
-		h := c.Writer.Header()
-		h.Set("Content-Type", contentTypeBinary)
-		h.Set("Content-Length", strconv.FormatInt(n, 10))
-		c.Status(http.StatusOK)
-		_, _ = c.Writer.Write(payload[:n])
+		sendBytes(c, payload[:n])
 	}
 }
 
