@@ -45,7 +45,7 @@ func TestTestIDFixedPerInvocation(t *testing.T) {
 		// plan, k6's testid label, wrk's load.json).
 		ids := map[string]string{}
 		for what, re := range map[string]string{
-			"results/last":            `echo (tick-[0-9]+) > results/last`,
+			"results/last":                `echo (tick-[0-9]+) > results/last`,
 			"loadgen/lab_run.py's TESTID": `TESTID=(tick-[0-9]+) MODE=[a-z]+ GENERATOR=[a-z0-9]+ .*loadgen/lab_run\.py`,
 		} {
 			m := regexp.MustCompile(re).FindAllStringSubmatch(string(out), -1)
