@@ -70,7 +70,7 @@ def combine(streams):
         for k, n in (p.get("statuses") or {}).items():
             statuses[k] = statuses.get(k, 0) + n
     first = {k: v for k, v in streams[0].items()
-             if k not in ("duration_ms", "scheduled_ms", "hdr", "stream", "by_route")}
+             if k not in ("duration_ms", "scheduled_ms", "queue_ms", "first_byte_ms", "hdr", "stream", "by_route")}
     # A replay's routes: the same in every stream, each path's figures its own stream's.
     routes = ([{"route": rs[0]["route"], "by_path": {p: v for r in rs for p, v in r["by_path"].items()}}
                for rs in zip(*(p["by_route"] for p in streams))] if all("by_route" in p for p in streams) else None)

@@ -228,6 +228,7 @@ COMBINED = {
     # The quantiles of the pooled requests are no function of each stream's
     # (nor, without adding them, its histograms): not the combined phase's.
     "duration_ms": lambda ss: ABSENT, "scheduled_ms": lambda ss: ABSENT, "hdr": lambda ss: ABSENT,
+    "queue_ms": lambda ss: ABSENT, "first_byte_ms": lambda ss: ABSENT,
     # Which stream: all of them, each named in streams.
     "stream": lambda ss: ABSENT,
     "streams": lambda ss: [{"name": s["name"], "stream": s.get("stream"), "paths": list(s["by_path"]),
@@ -260,7 +261,8 @@ def random_streams(rng):
                     "stream": rng.choice(("pooled", "new")), "start_offset_s": start, "duration_s": dur,
                     "requests": n, "failed_rate": rng.random() / 10, "dropped_iterations": rng.randint(0, 300),
                     "late_rate": None if rng.random() < 0.15 else rng.random() / 10,
-                    "duration_ms": ms, "scheduled_ms": ms, "hdr": {"sent": f"S{j}", "due": f"D{j}"},
+                    "duration_ms": ms, "scheduled_ms": ms, "queue_ms": ms, "first_byte_ms": ms,
+                    "hdr": {"sent": f"S{j}", "due": f"D{j}"},
                     "statuses": {s: rng.randint(0, 40) for s in ("502", "0", "refused")}})
         start += dur + rng.uniform(0, 5)
     assert set(out[0]) == set(PHASE_FIELDS), "random_streams: draw every field of a phase"
