@@ -81,6 +81,8 @@ def combine(streams):
             "start_offset_s": min(p.get("start_offset_s", 0) for p in streams),
             "duration_s": sum(p["duration_s"] for p in streams), "requests": requests,
             "dropped_iterations": sum(p.get("dropped_iterations") or 0 for p in streams),
+            **({"connections_opened": sum(p.get("connections_opened") or 0 for p in streams)}
+               if any("connections_opened" in p for p in streams) else {}),
             "failed_rate": share("failed_rate"), "late_rate": share("late_rate"),
             **({"statuses": statuses} if any("statuses" in p for p in streams) else {}),
             "streams": [{"name": p["name"], "stream": p.get("stream"), "paths": list(p.get("by_path") or []),

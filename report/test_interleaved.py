@@ -213,6 +213,7 @@ def _summed_by_key(key):
 # phase of the streams holds, by the field's meaning.
 COMBINED = {
     "requests": _total("requests"), "dropped_iterations": _total("dropped_iterations"),
+    "connections_opened": _total("connections_opened"),
     "statuses": _summed_by_key("statuses"),
     "failed_rate": _share("failed_rate"), "late_rate": _share("late_rate"),
     "duration_s": _total("duration_s"), "start_offset_s": lambda ss: min(s["start_offset_s"] for s in ss),
@@ -260,6 +261,7 @@ def random_streams(rng):
                     "by_route": by_route,
                     "stream": rng.choice(("pooled", "new")), "start_offset_s": start, "duration_s": dur,
                     "requests": n, "failed_rate": rng.random() / 10, "dropped_iterations": rng.randint(0, 300),
+                    "connections_opened": rng.randint(0, 50),
                     "late_rate": None if rng.random() < 0.15 else rng.random() / 10,
                     "duration_ms": ms, "scheduled_ms": ms, "queue_ms": ms, "first_byte_ms": ms,
                     "hdr": {"sent": f"S{j}", "due": f"D{j}"},
