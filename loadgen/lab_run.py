@@ -15,9 +15,10 @@ k8s_backend.py: the chart's openloop Job, its pods' load.json read from
 their logs), waits for it, and the judge is asked again with its exit code.
 
 The host's Python, its standard library alone. Exit codes: the run's (1: a
-threshold failed), 2: a bad setting, 130: interrupted (the generator's
-container or Job stopped, and what the run left said)."""
+threshold failed), 2: a bad setting, 130: interrupted (Ctrl-C or SIGTERM:
+the generator's container or Job stopped, and what the run left said)."""
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -54,9 +55,15 @@ def drive(backend):
         rc = backend.start(nxt["run"], nxt["settings"], nxt.get("length_s"))
 
 
+def interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
 def run(backend):
     """drive() with the backend's clean-up whatever happens: an interrupt
-    stops the generator and says what the run left."""
+    (Ctrl-C, or SIGTERM as a killed make sends its group) stops the
+    generator and says what the run left."""
+    signal.signal(signal.SIGTERM, interrupted)
     try:
         return drive(backend)
     except Stop as e:

@@ -177,7 +177,8 @@ def test_floor_brings_its_servers_up_first_and_down_whatever_happens(tmp_path, l
     assert up < floor < asked.index("--profile floor rm -fsv floor-near floor-far")
 
 
-def test_an_interrupted_run_removes_its_generator_and_says_what_it_left(tmp_path, lab):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_run_removes_its_generator_and_says_what_it_left(tmp_path, lab, sig):
     sleeper = tmp_path / "sleeper"
     sleeper.write_text("#!/bin/sh\nexec sleep 60\n")
     sleeper.chmod(0o755)
@@ -191,7 +192,7 @@ def test_an_interrupted_run_removes_its_generator_and_says_what_it_left(tmp_path
         if calls.exists() and '"uds-lab-c6-openloop"' in calls.read_text():
             break
         time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 130, out
     assert "make: interrupted: uds-lab-c6-openloop stopped and removed; results/c6 holds what the run wrote" in out
