@@ -7,8 +7,9 @@ answers 200 on 127.0.0.1 (return 200, no upstream). Each generator in turn,
 pinned to the other core (taskset), sends one path at each fixed rate:
 openloop (GOMAXPROCS=1, a plan of a warm-up and one measured phase), oha
 (-q, no latency correction, one worker thread) and vegeta (attack -rate,
-GOMAXPROCS=1), the three back to back at each rate so that they share the
-machine's minutes. For each it gives the share of requests sent over 1 ms
+GOMAXPROCS=1, at most 1,000 workers as openloop has 1,000 connections), the
+three back to back at each rate so that they share the machine's minutes,
+each against a fresh nginx. For each it gives the share of requests sent over 1 ms
 late (openloop: its late_rate, with its overflow; oha and vegeta: their
 i-th start against origin + i/rate, the origin as early as their sends
 allow, with the requests never sent counted late), the rate held, and the median and p99 from the
@@ -42,6 +43,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("UDS_LAB_CACHE", Path.home() / ".cache" / "uds-lab")) / "bin"
 LATE_S = 0.001  # openloop's lateAfter
+MAX_IN_FLIGHT = 1000  # openloop's OPENLOOP_CONNECTIONS default; vegeta's -max-workers (else unbounded)
 
 NGINX_CONF = """
 worker_processes 1;
@@ -133,16 +135,16 @@ def run_vegeta(vegeta, core, nice, work, url, rate, duration, warmup=2):
     env = {**os.environ, "GOMAXPROCS": "1"}
     with results.open("wb") as f:
         subprocess.run([*prefix(core, nice), vegeta, "attack", f"-rate={rate}/s", f"-duration={warmup + duration}s",
-                        "-timeout=30s"], input=f"GET {url}\n".encode(), stdout=f, env=env, check=True,
+                        "-timeout=30s", f"-max-workers={MAX_IN_FLIGHT}"], input=f"GET {url}\n".encode(), stdout=f, env=env, check=True,
                        timeout=warmup + duration + 120)
     out = subprocess.run([vegeta, "encode", "--to", "csv", str(results)], capture_output=True, text=True,
                          check=True).stdout
     rows = [(int(r[8]), int(r[0]), int(r[2]), r[1]) for r in csv.reader(io.StringIO(out))]
     if not rows:
         return figures(rate, duration, [], [])
-    t0 = min(t for seq, t, _, _ in rows if seq == min(s for s, _, _, _ in rows))
+    t0 = min(t for _, t, _, _ in rows)  # figures() finds vegeta's own origin
     first = int(warmup * rate)
-    kept = [((t - t0) / 1e9 - warmup, lat / 1e9) for seq, t, lat, code in rows if seq >= first and code == "200"]
+    kept = [((t - t0) / 1e9, lat / 1e9) for seq, t, lat, code in rows if seq >= first and code == "200"]
     return figures(rate, duration, [s for s, _ in kept], [d for _, d in kept])
 
 
@@ -180,21 +182,35 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="bench-openloop-"))
     binary = work / "openloop"
     subprocess.run(["go", "build", "-o", str(binary), "."], cwd=HERE / "openloop", check=True)
-    port = free_port()
-    (work / "nginx.conf").write_text(NGINX_CONF.format(dir=work, port=port))
-    nginx = subprocess.Popen([*prefix(args.nginx_core, args.nice), "nginx", "-c", str(work / "nginx.conf"),
-                              "-g", "daemon off;"])
-    url = f"http://127.0.0.1:{port}/"
     gens = [g for g in ("openloop", "oha", "vegeta") if g in only]
 
+    def nginx():
+        """A fresh nginx for each run: no generator meets another's connections or backlog."""
+        port = free_port()
+        (work / "nginx.conf").write_text(NGINX_CONF.format(dir=work, port=port))
+        proc = subprocess.Popen([*prefix(args.nginx_core, args.nice), "nginx", "-c", str(work / "nginx.conf"),
+                                 "-g", "daemon off;"])
+        time.sleep(0.3)
+        return proc, f"http://127.0.0.1:{port}/"
+
+    def stop(proc):
+        proc.terminate()
+        proc.wait(timeout=30)
+
     def once(gen, rate):
-        if gen == "openloop":
-            return run_openloop(binary, args.core, args.nice, work, url, rate, args.duration)
-        if gen == "oha":
-            return run_oha(args.oha, args.core, args.nice, url, rate, args.duration)
-        return run_vegeta(args.vegeta, args.core, args.nice, work, url, rate, args.duration)
+        proc, url = nginx()
+        try:
+            if gen == "openloop":
+                return run_openloop(binary, args.core, args.nice, work, url, rate, args.duration)
+            if gen == "oha":
+                return run_oha(args.oha, args.core, args.nice, url, rate, args.duration)
+            return run_vegeta(args.vegeta, args.core, args.nice, work, url, rate, args.duration)
+        finally:
+            stop(proc)
 
     def table(rates, what):
+        if not rates:
+            return
         runs = {}
         for rate in rates:
             for k in range(args.repeat):
@@ -204,21 +220,21 @@ def main():
                     print(f"| {gen} | {rate:,} | {k + 1} | {r['held']:,.0f} | {r['late']:.2%} | {r['dropped']:,} | "
                           f"{fmt_us(r['p50_us'])} | {fmt_us(r['p99_us'])} |", flush=True)
         print(f"\n{what}, the median of {args.repeat} run(s):\n")
-        print("| generator | " + " | ".join(f"{r:,} req/s: late, p50, p99" for r in rates) + " | holds (< 1% late) |")
-        print("| --- | " + " | ".join("---:" for _ in rates) + " | ---: |")
+        print("| generator | " + " | ".join(f"{r:,} req/s: late, p50, p99" for r in rates)
+              + " | on time (< 1% late) | sent (>= 99% of the rate) |")
+        print("| --- | " + " | ".join("---:" for _ in rates) + " | ---: | ---: |")
         for gen in gens:
-            cells, held = [], 0
+            cells, on_time, sent = [], 0, 0
             for rate in rates:
                 rs = runs[(gen, rate)]
                 late = statistics.median(r["late"] for r in rs)
                 cells.append(f"{late:.2%}, {fmt_us(statistics.median(r['p50_us'] for r in rs))}, "
                              f"{fmt_us(statistics.median(r['p99_us'] for r in rs))}")
-                if late < 0.01:
-                    held = max(held, rate)
-            print(f"| {gen} | " + " | ".join(cells) + f" | {held:,} |", flush=True)
+                on_time = max(on_time, rate) if late < 0.01 else on_time
+                sent = max(sent, rate) if statistics.median(r["held"] for r in rs) >= 0.99 * rate else sent
+            print(f"| {gen} | " + " | ".join(cells) + f" | {on_time:,} | {sent:,} |", flush=True)
 
     try:
-        time.sleep(0.5)
         load = os.getloadavg()
         print(f"{time.strftime('%Y-%m-%d %H:%M %Z')}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
               f"{os.cpu_count()} cores; generators on core {args.core}, nginx (1 worker) on core {args.nginx_core}, "
@@ -229,15 +245,18 @@ def main():
         print()
         table([int(r) for r in args.latency_rates.split(",") if r], "The latency each adds")
         if "wrk" in only:
-            rps = [run_wrk(args.wrk, args.core, args.nice, url, args.duration, args.wrk_connections)
-                   for _ in range(args.repeat)]
+            rps = []
+            for _ in range(args.repeat):
+                proc, url = nginx()
+                try:
+                    rps.append(run_wrk(args.wrk, args.core, args.nice, url, args.duration, args.wrk_connections))
+                finally:
+                    stop(proc)
             print(f"\nwrk flat out (1 thread, {args.wrk_connections} connections, {args.duration} s): "
                   + ", ".join(f"{r:,.0f}" for r in rps) + " req/s")
         load = os.getloadavg()
         print(f"\nended {time.strftime('%H:%M')}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     finally:
-        nginx.terminate()
-        nginx.wait()
         shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -78,12 +78,14 @@ func (s *sender) preOpen(p *plan) (opened, wanted int, err error) {
 			peak[pl] = max(peak[pl], rate)
 		}
 	}
+	ctx, cancel := context.WithTimeout(s.ctx, min(s.timeout, preOpenWait))
+	defer cancel()
 	var wg sync.WaitGroup
 	var total atomic.Int64
 	for pl, rate := range peak {
 		n := min(max(2, int(math.Ceil(rate*preOpenLatency.Seconds()))), pl.size)
 		wanted += n
-		wg.Go(func() { total.Add(int64(pl.open(s.ctx, n))) })
+		wg.Go(func() { total.Add(int64(pl.open(ctx, n))) })
 	}
 	wg.Wait()
 	return int(total.Load()), wanted, nil
@@ -92,6 +94,10 @@ func (s *sender) preOpen(p *plan) (opened, wanted int, err error) {
 // preOpenLatency: the answer time the connections opened before the run
 // are counted for (a path's peak rate x this many in flight).
 const preOpenLatency = 5 * time.Millisecond
+
+// preOpenWait: how long the dials before the run may take (a path that
+// does not answer them is dialed again by its requests).
+const preOpenWait = 5 * time.Second
 
 // phase sends one phase's stream, from start (its planned start) for its
 // duration: the indexes of this process's segment. It returns once the last
