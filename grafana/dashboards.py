@@ -594,7 +594,7 @@ def client_panels():
         timeseries(
             "Requests/s per path vs requests dropped (openloop)",
             "Completed requests per second per path, and requests due but never sent because "
-            "OPENLOOP_MAX_IN_FLIGHT were in flight: any drop means the fixed rate was not held. Empty under "
+            "every connection of their path was busy (OPENLOOP_CONNECTIONS): any drop means the fixed rate was not held. Empty under "
             f"{SILENT}: see nginx's requests per path beside it.",
             [
                 target(f"sum by (path) (rate(openloop_requests_total{{{GEN}}}[$__rate_interval]))", "{{path}}"),
@@ -618,7 +618,7 @@ def client_panels():
         timeseries(
             "Requests in flight (openloop)",
             "Requests sent and not yet come back: rate × latency. Open loop, it grows without bound when a path "
-            "stalls, up to OPENLOOP_MAX_IN_FLIGHT, past which requests are dropped. wrk keeps CONNECTIONS "
+            "stalls, up to OPENLOOP_CONNECTIONS a path (one request a connection), past which requests are dropped. wrk keeps CONNECTIONS "
             "connections busy for a whole phase instead.",
             [target('sum(openloop_requests_in_flight{job="openloop", testid=~"$testid"})', "in flight")],
             "short",
