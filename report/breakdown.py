@@ -185,12 +185,16 @@ def failures_of(measured):
     return out
 
 
+def failed_share(f):
+    """A path's failed share (failures()'s entry) where it is past
+    MAX_FAILED_SHARE, else None: such a path gets no verdict and no ratio."""
+    if f and f["requests"] and f["failed"] > MAX_FAILED_SHARE * f["requests"]:
+        return f["failed"] / f["requests"]
+    return None
+
+
 def failed_paths(t, failed):
     """[(path, failed share)] of an answer pair's paths past MAX_FAILED_SHARE,
     the socket's first."""
-    out = []
-    for path in reversed(t["paths"]):
-        f = failed.get(path)
-        if f and f["requests"] and f["failed"] > MAX_FAILED_SHARE * f["requests"]:
-            out.append((path, f["failed"] / f["requests"]))
-    return out
+    return [(path, failed_share(failed.get(path))) for path in reversed(t["paths"])
+            if failed_share(failed.get(path)) is not None]

@@ -2,7 +2,7 @@
 which puts every part together into what report.json holds."""
 from datetime import datetime, timezone
 
-from report.breakdown import back_to_back, breakdown, failures, figures_for, mark_apart, not_pooled
+from report.breakdown import back_to_back, breakdown, failed_share, failures, figures_for, mark_apart, not_pooled
 from report import traffic
 from report.words import answer, answer_parts, max_answer_parts, pooled_words
 from report import interleaved
@@ -174,12 +174,15 @@ def answer_workloads(load, phases, workloads, settings, closer, margin_pct):
     parts and as a paragraph); returns the not_pooled warnings."""
     warnings = []
     for w, wl in workloads.items():
+        failed = failures(load, w)  # a path past MAX_FAILED_SHARE gets no verdict and no ratio, in every mode
         for path, e in wl["paths"].items():
-            if e["ratio_to_tcp"] is not None:
+            if e["ratio_to_tcp"] is not None and failed_share(failed.get(path)) is not None:
+                e["ratio_to_tcp"] = None
+                e["verdict"] = f"no ratio: {path} failed {failed_share(failed[path]):.0%} of its requests"
+            elif e["ratio_to_tcp"] is not None:
                 e["verdict"] = verdict(path, e["ratio_to_tcp"][headline(settings)[0]])
         wl["not_pooled"] = not_pooled(phases, w, closer)
         mixed = interleaved.mixed_phase(load, w)
-        failed = failures(load, w)  # a pair with a path past MAX_FAILED_SHARE gets no verdict, in every mode
         wl["answer_parts"] = max_answer_parts(w, phases, settings, wl["not_pooled"], wl["breakdown"], failed) if is_max(
             settings) else answer_parts(
             w, phases, settings, wl["breakdown"], wl["not_pooled"], mixed and mixed["endpoint"], failed, margin_pct)

@@ -1,7 +1,6 @@
-"""report.md (pure rendering): the answer (report/markdown_answer.py), the
-machine and settings, a section per workload (its stream, means, ratios to
-tcp, where the time goes: report/markdown_breakdown.py), the warnings and
-how to read it (report/markdown_howto.py)."""
+"""report.md (pure rendering): the answer (report/markdown_answer.py), your traffic (report/traffic.py), the
+machine and settings, a section per workload (its stream, means, ratios to tcp, where the time goes:
+report/markdown_breakdown.py), the warnings and how to read it (report/markdown_howto.py)."""
 from report import traffic, words
 from report.direct import lines as direct_lines
 from report.markdown_answer import answer_table, precision_line
@@ -300,7 +299,8 @@ def ratio_table(wl, settings):
         ]
         for path, e in wl["paths"].items():
             r = e["ratio_to_tcp"]
-            if r is None:
+            if r is None:  # the baseline, or a failing path: its verdict says so
+                lines += [f"| {path} |{' — |' * 7} {e['verdict']} |"] if e.get("verdict") else []
                 continue
             lines.append(
                 f"| {path} | {fmt_ratio(r['rps'])} | {fmt_ratio(r['client_p50_ms'])} | {fmt_ratio(r['client_p99_ms'])} | "

@@ -12,6 +12,7 @@ together, Holm's correction over all of them (their number said), never in
 the answer's family; a verdict is the answer's (words.answer_row, at MARGIN).
 """
 from report import interleaved
+from report.breakdown import failures_of
 from report.stats import holm
 from report.words import answer_row
 
@@ -74,7 +75,7 @@ def section(load, mixed, terms, margin_pct):
     k = sum(1 for d in beyond if d is not None and d.get("p") is not None)
 
     # A path failing over 1% of its requests gets no verdict anywhere (the answer's rule).
-    failed = {p: v.get("failed_rate") or 0 for p, v in (mixed.get("by_path") or {}).items()}
+    failed = failures_of([mixed])
 
     def verdict(t, d):
         row = answer_row(t, {"figures": {"client_p50_ms": d}}, max(k, 1), margin_pct, None, failed)
