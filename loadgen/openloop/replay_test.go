@@ -116,14 +116,13 @@ func TestReplaySendsTheScheduleToEveryPath(t *testing.T) {
 		t.Error("load.json names the schedule's file (a plan-only field)")
 	}
 	// Per route: 15 cycles each, on every path; each block's count and sum of
-	// durations, their mean the route's answer time (5 ms, or none).
-	for i, want := range []struct {
-		route  string
-		lo, hi float64 // ms
-	}{{"/users/{id}/orders", 0, 4}, {"/slow/{id}", 5, 30}} {
+	// durations, their mean the route's answer time: the slow route's 5 ms
+	// more than the other's on each path (a busy machine adds to both alike).
+	means := map[string][2]float64{}
+	for i, route := range []string{"/users/{id}/orders", "/slow/{id}"} {
 		rt := measured["by_route"].([]any)[i].(map[string]any)
-		if rt["route"] != want.route {
-			t.Fatalf("by_route[%d] is %v, want %s", i, rt["route"], want.route)
+		if rt["route"] != route {
+			t.Fatalf("by_route[%d] is %v, want %s", i, rt["route"], route)
 		}
 		for _, p := range []string{"a", "b", "c"} {
 			v := rt["by_path"].(map[string]any)[p].(map[string]any)
@@ -133,10 +132,17 @@ func TestReplaySendsTheScheduleToEveryPath(t *testing.T) {
 				n += num(bl["n"].([]any)[b])
 				sum += num(bl["sum_ms"].([]any)[b])
 			}
-			if num(v["requests"]) != 15 || n != 15 || sum/n < want.lo || sum/n > want.hi {
-				t.Errorf("%s on %s: %v requests, %v in blocks, mean %.2f ms; want 15, 15, %v-%v ms", want.route, p,
-					v["requests"], n, sum/n, want.lo, want.hi)
+			if num(v["requests"]) != 15 || n != 15 {
+				t.Errorf("%s on %s: %v requests, %v in blocks; want 15 and 15", route, p, v["requests"], n)
 			}
+			m := means[p]
+			m[i] = sum / n
+			means[p] = m
+		}
+	}
+	for p, m := range means {
+		if m[1] < 5 || m[1]-m[0] < 3 {
+			t.Errorf("path %s: route means %.2f and %.2f ms, want the slow one's at least 5 ms and 3 ms more", p, m[0], m[1])
 		}
 	}
 	first, last := make([]time.Time, 30), make([]time.Time, 30) // each cycle's first and last arrival
@@ -175,7 +181,7 @@ func TestReplaySendsTheScheduleToEveryPath(t *testing.T) {
 		spread = append(spread, last[c].Sub(first[c]))
 	}
 	slices.Sort(spread)
-	if m := spread[len(spread)/2]; m < 5*time.Millisecond || m > 40*time.Millisecond {
+	if m := spread[len(spread)/2]; m < 2500*time.Microsecond || m > 40*time.Millisecond {
 		t.Errorf("a cycle's 3 requests went out %v apart (median), want 2 x 5 ms (its spacing_us)", m)
 	}
 }
