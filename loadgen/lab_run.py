@@ -97,4 +97,8 @@ def main(argv):
 
 if __name__ == "__main__":
     sys.path.insert(0, str(HERE))
-    sys.exit(main(sys.argv[1:]))
+    # The module's own main, so that the backends' Stop (lab_run.Stop, which
+    # they import) is the one it catches: run as a script, this file's own
+    # classes are __main__'s, another class of the same name.
+    import lab_run
+    sys.exit(lab_run.main(sys.argv[1:]))

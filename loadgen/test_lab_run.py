@@ -302,3 +302,11 @@ def test_k8s_precision_with_two_pods_merges_each_batch_and_runs_the_second(tmp_p
             last.unlink(missing_ok=True)
         else:
             last.write_text(was)
+
+
+def test_a_stop_from_a_backend_is_one_line_not_a_traceback():
+    """The backends raise lab_run.Stop; run as a script, the program must
+    catch that class, not its own __main__.Stop (a traceback before)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COMPOSE", "TESTID", "MODE")}
+    res = subprocess.run([sys.executable, str(LAB_RUN), "compose"], env=env, capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2 and res.stderr == "lab_run.py compose: COMPOSE, TESTID, MODE unset (make load sets them)\n"
