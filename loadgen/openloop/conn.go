@@ -166,12 +166,12 @@ type conn struct {
 	p    *pool
 	jobs chan job
 
-	mu     sync.Mutex // guards nc for abort
-	nc     net.Conn
-	br     *bufio.Reader
-	wbuf   []byte
-	resp   fasthttp.Response
-	served int // requests answered on nc
+	mu    sync.Mutex // guards nc for abort
+	nc    net.Conn
+	br    *bufio.Reader
+	wbuf  []byte
+	resp  fasthttp.Response
+	fresh bool // nc was dialed for the request in flight (not kept from before)
 }
 
 func (c *conn) loop() {
@@ -195,7 +195,7 @@ func (c *conn) dial(ctx context.Context) error {
 		c.br.Reset(nc)
 	}
 	c.mu.Lock()
-	c.nc, c.served = nc, 0
+	c.nc = nc
 	c.mu.Unlock()
 	c.p.s.opened.Add(1)
 	return nil
@@ -239,6 +239,7 @@ const inlineMax = 4096
 func (c *conn) do(j job) {
 	s := c.p.s
 	s.m.inFlight.Inc()
+	c.fresh = false
 	written, first, status, err := j.written, time.Time{}, 0, j.werr
 	if written.IsZero() {
 		written, first, status, err = c.try(j)
@@ -267,11 +268,14 @@ func (c *conn) do(j job) {
 }
 
 // retry: whether a failed request is sent again on a new connection: the
-// kept-alive one it went out on had answered before and this time failed
-// with nothing read (the server closed it meanwhile).
+// one it went out on was open before it (kept alive after earlier answers,
+// or opened before the run and idle since) and failed with nothing read
+// (the server closed it meanwhile: nginx closes an idle kept connection
+// after keepalive_timeout, and one that never sent a request after
+// client_header_timeout). One dialed for this request is not retried.
 func (c *conn) retry(err error) bool {
 	var nothing errNothingRead
-	if c.served == 0 || !errors.As(err, &nothing) {
+	if c.fresh || !errors.As(err, &nothing) {
 		return false
 	}
 	c.close()
@@ -310,6 +314,7 @@ func (c *conn) try(j job) (written, first time.Time, status int, err error) {
 		if err := c.dial(c.p.s.ctx); err != nil {
 			return time.Time{}, time.Time{}, 0, err
 		}
+		c.fresh = true
 		j.rec.opened(1)
 	}
 	b := c.request(j)
@@ -333,7 +338,6 @@ func (c *conn) read(j job) (first time.Time, status int, err error) {
 	if err := c.resp.Read(c.br); err != nil {
 		return first, 0, err
 	}
-	c.served++
 	return first, c.resp.StatusCode(), nil
 }
 
