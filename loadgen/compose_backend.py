@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 from lab_run import Stop
+from plan import REPLAY_FILE
 
 BUILD_S = 1800  # building the generators' and the report's images
 JUDGE_S = 600  # one call of drive.py: a plan, a merge and a judge
@@ -163,7 +164,7 @@ class Compose:
     def close(self):
         # The replay's schedule holds your paths (TRAFFIC_SEND=logged): drive.py
         # deletes it when the run is done, this when the run stops before.
-        (self.run_dir / "replay.tsv").unlink(missing_ok=True)
+        (self.run_dir / REPLAY_FILE).unlink(missing_ok=True)
         if self.floor_up:
             self.sh(["--profile", "floor", "rm", "-fsv", "floor-near", "floor-far"], UP_S,
                     "removing make floor's servers", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -45,7 +45,6 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import plan as runplan  # noqa: E402 (beside this file, as wrk_runner.py takes it)
-import replay  # noqa: E402
 from report import precision, sweep  # noqa: E402
 
 STATE = "drive.json"
@@ -240,7 +239,7 @@ def main(argv=None, env=os.environ):
     if "done" in nxt:
         # A replay's schedule (make load TRAFFIC=): with TRAFFIC_SEND=logged it
         # holds your paths; only the plan's summary of it stays.
-        (run_dir / replay.REPLAY_FILE).unlink(missing_ok=True)
+        (run_dir / runplan.REPLAY_FILE).unlink(missing_ok=True)
     state["next"] = nxt
     record.write_text(json.dumps(state, indent=2))
     if lines:

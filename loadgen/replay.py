@@ -40,7 +40,6 @@ from collections import Counter
 import numpy as np
 
 import traffic
-from plan import REPLAY_FILE  # noqa: F401 (the schedule's name, plan.py's)
 
 SENDS = ("emulate", "logged")
 OTHER = "other"
