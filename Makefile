@@ -90,14 +90,14 @@ endef
 # library alone), drives the run: the plan, the generator and, with
 # PRECISION or a sweep, its later batches or steps.
 # make gives it the run's id, mode and generator, and the settings it reads
-# on the host itself (settings.toml's run_sh), each from your shell or make's
+# on the host itself (settings.toml's host), each from your shell or make's
 # command line, else .env, in single quotes; compose reads the others.
-# >>> settings.toml: run.sh (make settings writes it)
-RUN_SH_SETTINGS := APP_LO_NOTRACK TRAFFIC
-# <<< settings.toml: run.sh
+# >>> settings.toml: host (make settings writes it)
+HOST_SETTINGS := APP_LO_NOTRACK TRAFFIC
+# <<< settings.toml: host
 quote = '$(subst ','\'',$(1))'
 run_plan = rc=0; COMPOSE="$(COMPOSE)" TESTID=$(TESTID) MODE=$(1) GENERATOR=$(2) \
-	$(foreach s,$(RUN_SH_SETTINGS),$(s)=$(call quote,$(call env,$(s)))) \
+	$(foreach s,$(HOST_SETTINGS),$(s)=$(call quote,$(call env,$(s)))) \
 	python3 loadgen/lab_run.py compose || rc=$$?; $(loaded); exit $$rc
 
 .PHONY: load

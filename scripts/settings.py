@@ -7,8 +7,8 @@ each place that needs a copy of it:
   `settings.toml` marker comments);
 - compose.yaml: the environment lists named in a setting's `compose` (each
   the region of that name);
-- Makefile: RUN_SH_SETTINGS, the settings make passes to loadgen/run.sh
-  (those with `run_sh`);
+- Makefile: HOST_SETTINGS, the settings make passes to loadgen/lab_run.py
+  on the host (those with `host`);
 - k8s/uds-lab/values.yaml: a setting's `chart` key (the region named by the
   key's parent, e.g. `load` or `app.resources.limits`), and
   values.schema.json: that key's schema (keys under a $ref'd definition, the
@@ -43,7 +43,7 @@ TYPES = ("int", "number", "percent", "enum", "list", "string", "image", "cpus", 
 READERS = ("all", "up", "load", "max", "sweep", "floor", "report", "contract", "compare",
            "k8s-up", "k8s-load", "k8s-report", "test", "e2e")
 FIELDS = {"group", "type", "default", "env", "min", "max", "exclusive_min", "words", "optional", "choices",
-          "pattern", "allowed", "readers", "compose", "run_sh", "chart", "chart_env", "compose_only", "row",
+          "pattern", "allowed", "readers", "compose", "host", "chart", "chart_env", "compose_only", "row",
           "empty", "doc"}
 NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 CHART_KEY = re.compile(r"[a-z][A-Za-z0-9]*(\.[a-z][A-Za-z0-9-]*)+")
@@ -313,8 +313,8 @@ def compose_regions(t):
 
 
 def makefile_regions(t):
-    names = [n for n, s in t["settings"].items() if s.get("run_sh")]
-    return {"run.sh": [f"RUN_SH_SETTINGS := {' '.join(names)}"]}
+    names = [n for n, s in t["settings"].items() if s.get("host")]
+    return {"host": [f"HOST_SETTINGS := {' '.join(names)}"]}
 
 
 # --- the chart --------------------------------------------------------------------------
@@ -464,7 +464,7 @@ def outputs(t):
         ".env": write_env(t),
         "docs/configuration.md": fill(read("docs/configuration.md"), "docs/configuration.md", tables, "the tables"),
         "compose.yaml": fill(read("compose.yaml"), "compose.yaml", compose_regions(t), "settings' compose lists"),
-        "Makefile": fill(read("Makefile"), "Makefile", makefile_regions(t), "the settings run.sh reads"),
+        "Makefile": fill(read("Makefile"), "Makefile", makefile_regions(t), "the settings lab_run.py reads on the host"),
         "k8s/uds-lab/values.yaml": fill(read("k8s/uds-lab/values.yaml"), "k8s/uds-lab/values.yaml",
                                         values_regions(t), "the parents of settings' chart keys"),
         "k8s/uds-lab/values.schema.json": fill_schema(read("k8s/uds-lab/values.schema.json"), t,

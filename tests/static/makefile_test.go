@@ -217,10 +217,10 @@ func TestASecondLabKeepsItsOwnStateAndImages(t *testing.T) {
 }
 
 // make passes loadgen/lab_run.py the settings it reads on the host
-// (RUN_SH_SETTINGS, settings.toml's run_sh): each as your shell gives it,
+// (HOST_SETTINGS, settings.toml's host): each as your shell gives it,
 // quotes, spaces and $ as they are, else .env's. The command line make would
 // run is run with env in place of the program.
-func TestRunShGetsItsSettings(t *testing.T) {
+func TestLabRunGetsItsSettings(t *testing.T) {
 	traffic := `/logs/it's a $HOME "log".gz,b.log`
 	var env []string
 	for _, kv := range os.Environ() {

@@ -9,7 +9,7 @@ import (
 
 // Every file settings.toml writes (scripts/settings.py: .env, the tables of
 // docs/configuration.md, compose.yaml's environment lists, the Makefile's
-// settings for loadgen/run.sh, the chart's values, schema and environment
+// settings for loadgen/lab_run.py, the chart's values, schema and environment
 // helpers) is what the table gives; the failure names each file and the
 // command that regenerates it.
 func TestSettingsGenerated(t *testing.T) {
