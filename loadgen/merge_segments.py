@@ -4,8 +4,8 @@
 request of each phase's stream whose index is i modulo n
 (OPENLOOP_SEGMENT). Their phases are the same phases at the same times,
 each with its share of every block of every path, where the pods' schedules
-start at the same instant (OPENLOOP_START_AT, which scripts/k8s.sh gives
-them all): pods whose start_ms differ by more than START_SPREAD_MAX_MS are
+start at the same instant (OPENLOOP_START_AT, which loadgen/k8s_backend.py
+gives them all): pods whose start_ms differ by more than START_SPREAD_MAX_MS are
 refused, naming each pod's start, since their seconds are not the same.
 The merged start_late_ms is how late after start_ms the last pod began.
 
