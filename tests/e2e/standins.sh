@@ -16,6 +16,7 @@
 #   stacks       each stacks/<name> on Debian's packages (its stack.env's
 #                STACK_TEST_PACKAGES, its standin.Dockerfile), or a Rust one's
 #                binary built here (scripts/test-deps.sh stack-<name>), or a
+#                Java one's jar built here (the same), or a
 #                Python one's PyPI pins on Debian's python3 (pypi_base):
 #                STACK_<NAME>_IMAGE, for make up STACK=<name> APP_IMAGE=...
 set -euo pipefail
@@ -189,6 +190,10 @@ DOCKERFILE
 stacks_env=""
 for name in $(scripts/stack.sh --list run); do
   [ "$name" != go ] || continue
+  # A stack built with maven (a pom.xml: jetty): containers here reach no
+  # Maven Central, so its jar is built on this machine (scripts/test-deps.sh,
+  # from pom.xml's pins) into its folder, the context, before it is hashed.
+  [ ! -f "stacks/$name/pom.xml" ] || scripts/test-deps.sh "stack-$name" >/dev/null
   image=uds-lab-standin/stack-$name:$(cat stacks/"$name"/* | sha256sum | cut -c1-12)
   ctx=stacks/$name
   # A stack built with cargo (a Cargo.toml: axum): containers here reach no
