@@ -37,6 +37,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import k8s_replay
 import lab_run
 from lab_run import ROOT, Stop
 
@@ -190,6 +191,7 @@ class Kubernetes:
         self.values = None  # the release's values but load.*, for each helm upgrade
         self.job_made = False
         self.started = time.monotonic()
+        self.replay = k8s_replay.Replay(s, testid, self.run_dir, call) if s.env.get("TRAFFIC") else None
 
     def judge(self, last_rc):
         args = [self.s.python, str(ROOT / "loadgen" / "drive.py"), "--run", self.testid, "--results", "results",
@@ -219,6 +221,8 @@ class Kubernetes:
         fd, self.values = tempfile.mkstemp(suffix=".json")
         with os.fdopen(fd, "w") as f:
             json.dump(values, f)
+        if self.replay:  # planned on the host, refused here when too big: nothing has started
+            self.replay.plan(["--values", self.values, *self.s.args, *self.job_sets({})])
         self.helm_upgrade("--set", "load.enabled=false", wait=True)
 
     def job_sets(self, settings):
@@ -240,8 +244,10 @@ class Kubernetes:
         code (1: a pod failed, as openloop fails a run)."""
         if self.job_made:  # a Job's template cannot change: the last batch's goes first
             self.helm_upgrade("--set", "load.enabled=false", wait=True)
-        self.helm_upgrade(*self.job_sets(settings))
+        self.helm_upgrade(*self.job_sets(settings), *(self.replay.make() if self.replay else []))
         self.job_made = True
+        if self.replay:
+            self.replay.own(self.job)
         failed = self.wait()
         self.collect(settings.get("PLAN_FILE", "plan.json").replace("plan", "load", 1))
         (self.run_dir / "cluster.json").write_text(json.dumps(cluster_json(self.s, self.testid), indent=1) + "\n")
@@ -295,6 +301,8 @@ class Kubernetes:
     def close(self):
         if self.values:
             os.unlink(self.values)
+        if self.replay:
+            self.replay.remove()
         if (self.run_dir / "load.json").is_file():
             Path("results/last").write_text(self.testid + "\n")
 

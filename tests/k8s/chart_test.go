@@ -223,6 +223,13 @@ type (
 		HostPath *struct {
 			Path string `yaml:"path"`
 		} `yaml:"hostPath"`
+		Projected *struct {
+			Sources []struct {
+				ConfigMap *struct {
+					Name string `yaml:"name"`
+				} `yaml:"configMap"`
+			} `yaml:"sources"`
+		} `yaml:"projected"`
 	}
 )
 

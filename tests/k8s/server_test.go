@@ -258,6 +258,7 @@ func TestChartOnARealAPIServer(t *testing.T) {
 	t.Run("cadvisor permissions", func(t *testing.T) { testCadvisorRBAC(t, s) })
 	t.Run("node-exporter needs privileged", func(t *testing.T) { testNodeExporterPodSecurity(t, s) })
 	t.Run("cluster.json names each pod's node", func(t *testing.T) { testClusterPlacement(t, s) })
+	t.Run("the replay's ConfigMaps", func(t *testing.T) { testReplayConfigMaps(t, s) })
 	t.Run("uninstall leaves nothing", func(t *testing.T) { uninstallLeavesNothing(t, s) })
 	t.Run("the report reads the cluster's Prometheus", func(t *testing.T) { reportReadsTheClusterPrometheus(t, s) })
 	t.Run("upgrade keeps the password", func(t *testing.T) {

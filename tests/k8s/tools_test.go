@@ -78,27 +78,29 @@ func TestChartRefusesBadValues(t *testing.T) {
 // and the PodMonitors against the prometheus-operator's CRDs (crdSchemas):
 // every object must have a schema (none skipped).
 func TestKubeconform(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) { kubeconform(t, render(t, v.sets)) })
+	}
+}
+
+// kubeconform checks a rendering against Kubernetes's schemas and the CRDs'.
+func kubeconform(t *testing.T, rendering string) {
+	t.Helper()
 	version := k8sVersion(t)
 	schemas := filepath.Join(cache(t), "k8s-schemas")
 	if _, err := os.Stat(filepath.Join(schemas, "v"+version+"-standalone-strict")); err != nil {
 		t.Fatalf("no schemas for Kubernetes %s (%v): run scripts/test-deps.sh k8s", version, err)
 	}
-	crds := crdSchemas(t)
-	for _, v := range variants {
-		t.Run(v.name, func(t *testing.T) {
-			f := writeRendering(t, render(t, v.sets))
-			out, err := exec.Command(lab.Tool(t, "kubeconform"), "-strict", "-summary", "-output", "text",
-				"-kubernetes-version", version,
-				"-schema-location", schemas+"/{{ .NormalizedKubernetesVersion }}-standalone{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json",
-				"-schema-location", crds+"/{{ .ResourceKind }}{{ .KindSuffix }}.json",
-				f).CombinedOutput()
-			if err != nil {
-				t.Fatalf("kubeconform: %v\n%s", err, out)
-			}
-			if !strings.Contains(string(out), "Invalid: 0, Errors: 0, Skipped: 0") {
-				t.Fatalf("kubeconform: %s", out)
-			}
-		})
+	out, err := exec.Command(lab.Tool(t, "kubeconform"), "-strict", "-summary", "-output", "text",
+		"-kubernetes-version", version,
+		"-schema-location", schemas+"/{{ .NormalizedKubernetesVersion }}-standalone{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json",
+		"-schema-location", crdSchemas(t)+"/{{ .ResourceKind }}{{ .KindSuffix }}.json",
+		writeRendering(t, rendering)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubeconform: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "Invalid: 0, Errors: 0, Skipped: 0") {
+		t.Fatalf("kubeconform: %s", out)
 	}
 }
 
