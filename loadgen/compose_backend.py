@@ -13,6 +13,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import machine
 from lab_run import Stop
 from plan import REPLAY_FILE
 
@@ -88,9 +89,11 @@ class Compose:
         return rc
 
     def prepare(self):
-        """Before the first generator: the settings the run ran with, then what the run needs up."""
+        """Before the first generator: the settings the run ran with, the machine (machine.py), then what the run
+        needs up."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.record_settings()
+        machine.write(self.run_dir, machine.on_compose(self.compose, self.env, self.run_dir))
         if self.mode == "floor":
             self.floor_servers()
         if self.env.get("APP_LO_NOTRACK") == "1":

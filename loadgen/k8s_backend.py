@@ -39,6 +39,7 @@ from pathlib import Path
 
 import k8s_replay
 import lab_run
+import machine
 from lab_run import ROOT, Stop
 
 CHART = "k8s/uds-lab"
@@ -224,6 +225,7 @@ class Kubernetes:
         if self.replay:  # planned on the host, refused here when too big: nothing has started
             self.replay.plan(["--values", self.values, *self.s.args, *self.job_sets({})])
         self.helm_upgrade("--set", "load.enabled=false", wait=True)
+        machine.write(self.run_dir, machine.on_kubernetes(self.k, self.s.release))
 
     def job_sets(self, settings):
         """helm's --set for the Job: the run's id, its pods, their start instant, the judge's settings."""

@@ -14,6 +14,7 @@ from pathlib import Path
 import jsonschema
 
 from report import floor as floor_report
+from report import machine_state
 from report import sweep as sweep_report
 from report import sweep_render
 from report.charts import write_charts
@@ -69,6 +70,7 @@ def run_floor(run_dir):
     """A make floor run's report: the transports alone, no Prometheus needed."""
     rep = floor_report.build(floor_report.read_floor(run_dir / "floor.json"),
                              read_json(run_dir / "compose.json", required=False))
+    rep["machine_state"] = machine_state.read(run_dir)
     (run_dir / "report.json").write_text(json.dumps(rep, indent=1, ensure_ascii=False) + "\n")
     (run_dir / "report.md").write_text(floor_report.render(rep))
     return {**rep, "charts": [], "warnings": []}
@@ -92,6 +94,7 @@ def run_sweep(run_dir, load, prometheus_url, query=None, rate=None):
     except ReportError as e:
         missing = str(e)
     rep = sweep_report.build(load, server, number(comp["limits"][gen]["cpus"]), missing, backlog)
+    rep["machine_state"] = machine_state.read(run_dir)
     rep["charts"] = sweep_render.write_chart(rep, run_dir)
     (run_dir / "report.json").write_text(json.dumps(rep, indent=1, ensure_ascii=False) + "\n")
     (run_dir / "report.md").write_text(sweep_render.render(rep, rate))
@@ -123,6 +126,7 @@ def run(run_id, prometheus_url, results_dir, query=None, rate=None, margin_pct=N
     rep = build_report(load, compose, query, prometheus_url, read_margin() if margin_pct is None else margin_pct,
                        cluster)
     rep["cluster"], rep["segments"] = cluster, load.get("segments")
+    rep["machine_state"] = machine_state.read(run_dir)
     rep["prometheus_select"] = select or None
     floor = floor_report.newest(results_dir)
     rep["floor"] = floor_report.beside_paths(floor and floor_report.build(floor), rep["workloads"], rep["phases"],

@@ -15,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from report import machine_state
 from report.breakdown import by_round
 from report.lab import TERMS
 from report.stats import diff_stats, fmt_interval, has_interval, measurable, no_interval
@@ -121,7 +122,8 @@ def summary(stack, wl):
 def compare(reports):
     """reports: {stack: report.json} -> compare.json's content."""
     stacks = {s: {"testid": r.get("testid"), "settings": r.get("settings"), "warnings": len(r.get("warnings") or []),
-                  "generator": generator(r.get("settings") or {}), "workloads": gains(r)} for s, r in reports.items()}
+                  "generator": generator(r.get("settings") or {}), "workloads": gains(r),
+                  "machine_state": r.get("machine_state")} for s, r in reports.items()}
     return {"hidden_share": HIDDEN_SHARE, "pairs": [f"{u}/{t}" for u, t, *_ in PAIRS], "stacks": stacks}
 
 
@@ -151,7 +153,8 @@ def render(c):
         lines += [""] + [f"- {summary(s, st['workloads'][w])}" for s, st in c["stacks"].items() if w in st["workloads"]]
         lines.append("")
     lines += ["## Runs", ""] + [f"- {s}: `results/{st['testid']}/report.md`, load from {st['generator']} "
-                                f"({st['warnings']} warnings)" for s, st in c["stacks"].items()]
+                                f"({st['warnings']} warnings); {machine_state.line(st.get('machine_state'))}"
+                                for s, st in c["stacks"].items()]
     if len({st["generator"] for st in c["stacks"].values()}) > 1:
         lines += ["", "**The stacks' runs had different load generators**: their figures are not comparable."]
     return "\n".join(lines) + "\n"

@@ -14,6 +14,7 @@ comparisons are judged together with Holm's correction."""
 import json
 from pathlib import Path
 
+from report import machine_state
 from report.breakdown import by_round as paths_by_round
 from report.verdicts import lost_to_holm
 from report.lab import CATALOGUE, TERMS
@@ -148,6 +149,7 @@ def render(f):
               f"{s['connects']:,} connections (TIME_WAIT must not exhaust the ephemeral ports)",
               f"- CPU sets: client {cs['floor']}, servers {cs['floor-near']} (near), {cs['floor-far']} (far)",
               "- Latencies are the client's, per operation (Go's monotonic clock); p50 and p99 nearest-rank per phase.",
+              f"- {machine_state.line(f.get('machine_state'))}",
               ""]
     return "\n".join(lines)
 

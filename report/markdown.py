@@ -1,7 +1,7 @@
 """report.md (pure rendering): the answer (report/markdown_answer.py), your traffic (report/traffic.py), the
 machine and settings, a section per workload (its stream, means, ratios to tcp, where the time goes:
 report/markdown_breakdown.py), the warnings and how to read it (report/markdown_howto.py)."""
-from report import traffic, words
+from report import machine_state, traffic, words
 from report.direct import lines as direct_lines
 from report.markdown_answer import answer_table, precision_line
 from report.markdown_breakdown import breakdown_table
@@ -60,11 +60,11 @@ def machine_block(rep):
     gen = generator(s)
     prometheus = f"- Prometheus {m['prometheus_version'] or 'n/a'}" + (f" at {rep['prometheus']}" if rep.get("prometheus") else "")
     if rep.get("cluster"):
-        return [prometheus] + cluster_lines(rep["cluster"], rep.get("segments")) + settings_lines(rep, s, gen)
+        return [prometheus, machine_state.bullet(rep)] + cluster_lines(rep["cluster"], rep.get("segments")) + settings_lines(rep, s, gen)
     lines = [
         f"- Host: {m['sysname'] or 'n/a'} {m['release'] or ''} {m['machine'] or ''} (node {m['nodename'] or 'n/a'}), "
         f"{m['cores'] if m['cores'] is not None else 'n/a'} cores, {fmt_bytes(m['memory_bytes'])} memory",
-        prometheus,
+        prometheus, machine_state.bullet(rep),
     ]
     for name in ("app", "nginx", gen):
         l = c["limits"][name]

@@ -3,6 +3,7 @@ at each step, where each path bends and breaks, every step's figures, and
 the chart of latency against load, from sweep.build()'s report."""
 from pathlib import Path
 
+from report import machine_state
 from report.lab import PATH_COLOURS
 from report.stats import fmt_interval, judge, measurable
 from report.sweep import KNEE_FACTOR, MAX_ERRORS, MIN_HELD, compared
@@ -121,6 +122,7 @@ def render(rep, rate=None):
               "compared). A step the generator could not drive is shown as its limit, not as the path's figure.", ""]
     if rep.get("backlog"):
         lines += [f"The app's listen backlog: {rep['backlog']}.", ""]
+    lines += [machine_state.line(rep.get("machine_state")) + ".", ""]
     lines += knee_lines(rep, unit)
     lines += step_lines(rep, w, flat)
     if rep.get("server_missing"):
