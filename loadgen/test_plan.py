@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import plan as runplan
+import plan_env
 
 CATALOGUE = runplan.read_catalogue({})
 # Rounds of one path at a time only (INTERLEAVE=0): what PRECISION lengthens.
@@ -151,14 +152,14 @@ def test_every_default_is_envs(monkeypatch, tmp_path):
     .env sets (it falls back on .env's, through scripts/dotenv.sh), and with no
     setting given the plan is .env's; where no .env is at hand (a container
     compose did not give the setting), an empty setting is named, not guessed."""
-    src = (runplan.HERE / "plan.py").read_text()
+    src = "\n".join(p.read_text() for p in sorted(runplan.HERE.glob("plan*.py")))
     given = {k: v for k, v in runplan.dotenv().items() if v}
     for name, default in re.findall(r'(?:whole|setting|one_of|choices|rising)\(env, "([A-Z_]+)", ([^,)]+)', src):
         assert name not in given or default == "FROM_ENV", f"plan.py has its own default for {name}: {default}"
     s = runplan.read_settings({"TESTID": "d"}, CATALOGUE)
     assert (s["rate"], s["rounds"], s["duration"], s["warmup"], s["interleave"]) == tuple(
         int(given[k]) for k in ("RATE", "ROUNDS", "DURATION", "WARMUP", "INTERLEAVE"))
-    monkeypatch.setattr(runplan, "DOTENV", tmp_path / "none.sh")
+    monkeypatch.setattr(plan_env, "DOTENV", tmp_path / "none.sh")
     runplan.dotenv.cache_clear()
     try:
         with pytest.raises(runplan.SettingError, match="^SCENARIO: empty, and .env gives no value to fall back on$"):

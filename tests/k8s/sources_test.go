@@ -16,11 +16,16 @@ import (
 // k8s/uds-lab/files (helm template and helm package follow them), so there is
 // no copy to drift: each entry must be a link to the file it stands for.
 var sharedFiles = map[string]string{
-	"catalogue.json":       "catalogue.json",
-	"nginx/templates":      "nginx/templates",
-	"nginx/healthcheck.sh": "nginx/healthcheck.sh",
-	"loadgen/plan.py":      "loadgen/plan.py",
-	"grafana/dashboards":   "grafana/dashboards",
+	"catalogue.json":           "catalogue.json",
+	"nginx/templates":          "nginx/templates",
+	"nginx/healthcheck.sh":     "nginx/healthcheck.sh",
+	"loadgen/plan.py":          "loadgen/plan.py",
+	"loadgen/plan_env.py":      "loadgen/plan_env.py",
+	"loadgen/plan_floor.py":    "loadgen/plan_floor.py",
+	"loadgen/plan_orders.py":   "loadgen/plan_orders.py",
+	"loadgen/plan_settings.py": "loadgen/plan_settings.py",
+	"loadgen/plan_words.py":    "loadgen/plan_words.py",
+	"grafana/dashboards":       "grafana/dashboards",
 	// compose's Grafana datasource, for Grafana's sidecar on the cluster.
 	"grafana/datasource.yaml": "grafana/provisioning/datasources/prometheus.yaml",
 }
@@ -125,7 +130,7 @@ func TestChartCarriesTheLabsFiles(t *testing.T) {
 		t.Error("the chart's catalogue.json differs from the repository's by more than its nginx URLs")
 	}
 	lg := m.must(t, "ConfigMap", release+"-loadgen")
-	for _, f := range []string{"plan.py"} {
+	for _, f := range []string{"plan.py", "plan_env.py", "plan_floor.py", "plan_orders.py", "plan_settings.py", "plan_words.py"} {
 		if lg.Data[f] != read("loadgen/"+f) {
 			t.Errorf("the chart's %s differs from loadgen/%s", f, f)
 		}

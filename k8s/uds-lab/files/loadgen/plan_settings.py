@@ -1,0 +1,1 @@
+../../../../loadgen/plan_settings.py

@@ -1,0 +1,1 @@
+../../../../loadgen/plan_words.py
