@@ -128,9 +128,8 @@ def granian(s, listener):
     ]
 
 
-def main():
-    s = read_settings()
-    remove_stale(s["socket"])
+def start_servers(s):
+    """granian on the TCP port and on the socket, each a process of its own."""
     tcp = subprocess.Popen(granian(s, ["--host", s["host"], "--port", str(s["port"])]))
     # The socket is born with the mode: granian's bind() applies the umask,
     # which the server inherits; --uds-permissions sets it again (granian
@@ -141,8 +140,57 @@ def main():
         unix = subprocess.Popen(granian(s, ["--uds", s["socket"], "--uds-permissions", f"0{s['mode']:o}"]))
     finally:
         os.umask(old)
-    servers = {"tcp": tcp, "unix": unix}
+    return {"tcp": tcp, "unix": unix}
 
+
+def await_socket(s, unix, stopping):
+    """The socket's inode once granian has made it (None if it never did),
+    given its group: the process's (in compose APP_GID, nginx workers'), or
+    APP_SOCKET_GID."""
+    inode = None
+    while inode is None and not stopping and unix.poll() is None:
+        try:
+            inode = os.stat(s["socket"]).st_ino
+        except FileNotFoundError:
+            time.sleep(0.02)
+    if inode is not None and s["gid"] is not None:
+        os.chown(s["socket"], -1, s["gid"])
+    if inode is not None:
+        print(f"granian stack: listening on {s['host']}:{s['port']} and {s['socket']} (mode {s['mode']:o}), "
+              f"{s['workers']} workers each", file=sys.stderr)
+    return inode
+
+
+def wait_all(servers):
+    """Each server's exit code, a server still running SHUTDOWN_S + 3 s after
+    the stop killed."""
+    deadline = time.monotonic() + SHUTDOWN_S + 3
+    codes = {}
+    for name, p in servers.items():
+        try:
+            codes[name] = p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            print(f"granian stack: the {name} server still running {SHUTDOWN_S + 3} s after the stop: killed",
+                  file=sys.stderr)
+            p.kill()
+            codes[name] = p.wait()
+    return codes
+
+
+def remove_own_socket(path, inode):
+    """granian removes its --uds at stop; a server killed would leave it:
+    removed here if it is still the one this run made."""
+    try:
+        if os.stat(path).st_ino == inode:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def main():
+    s = read_settings()
+    remove_stale(s["socket"])
+    servers = start_servers(s)
     stopping = []
 
     def stop(signum, _frame):
@@ -155,21 +203,7 @@ def main():
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-
-    # Its group: the process's (in compose APP_GID, nginx workers'), or
-    # APP_SOCKET_GID once granian has made it.
-    inode = None
-    while inode is None and not stopping and unix.poll() is None:
-        try:
-            inode = os.stat(s["socket"]).st_ino
-        except FileNotFoundError:
-            time.sleep(0.02)
-    if inode is not None and s["gid"] is not None:
-        os.chown(s["socket"], -1, s["gid"])
-    if inode is not None:
-            print(f"granian stack: listening on {s['host']}:{s['port']} and {s['socket']} (mode {s['mode']:o}), "
-              f"{s['workers']} workers each", file=sys.stderr)
-
+    inode = await_socket(s, servers["unix"], stopping)
     # Until a stop, or until one server dies: then the other is stopped too.
     while not stopping and all(p.poll() is None for p in servers.values()):
         time.sleep(0.1)
@@ -178,22 +212,8 @@ def main():
         dead = [n for n, p in servers.items() if p.poll() is not None]
         print(f"granian stack: the {dead[0]} server exited ({servers[dead[0]].returncode}): stopping", file=sys.stderr)
         stop(signal.SIGTERM, None)
-    deadline = time.monotonic() + SHUTDOWN_S + 3
-    codes = {}
-    for name, p in servers.items():
-        try:
-            codes[name] = p.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            print(f"granian stack: the {name} server still running {SHUTDOWN_S + 3} s after the stop: killed",
-                  file=sys.stderr)
-            p.kill()
-            codes[name] = p.wait()
-    # granian removes its --uds at stop; a server killed would leave it.
-    try:
-        if os.stat(s["socket"]).st_ino == inode:
-            os.unlink(s["socket"])
-    except FileNotFoundError:
-        pass
+    codes = wait_all(servers)
+    remove_own_socket(s["socket"], inode)
     sys.exit(0 if not crashed and all(c == 0 for c in codes.values()) else 1)
 
 
