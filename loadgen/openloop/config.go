@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ type config struct {
 	scrapeWait  time.Duration // OPENLOOP_SCRAPE_WAIT: how long to wait for a scrape after the last request
 	timeout     time.Duration // OPENLOOP_TIMEOUT: a request's limit, connect to last byte
 	connections int           // OPENLOOP_CONNECTIONS: each path's connections at most; a request due with all busy is an overflow
+	senders     int           // OPENLOOP_SENDERS: pacers, each with its own timer, its share of the stream and of every path's connections
 	segment     int           // OPENLOOP_SEGMENT "i/n": this process sends the stream's
 	segments    int           // requests whose index is i modulo n (n pods on Kubernetes)
 	logLoad     bool          // OPENLOOP_LOG_LOAD_JSON: load.json on stdout too, between marker lines
@@ -28,9 +30,13 @@ var defaults = config{
 	scrapeWait:  10 * time.Second,
 	timeout:     60 * time.Second,
 	connections: 1000,
+	senders:     runtime.GOMAXPROCS(0),
 	segment:     0,
 	segments:    1,
 }
+
+// maxSenders: OPENLOOP_SENDERS at most.
+const maxSenders = 1024
 
 // maxConnections: OPENLOOP_CONNECTIONS at most (each a goroutine, a socket
 // and 16 KB of buffer).
@@ -58,12 +64,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if v, ok := lookup(getenv, "OPENLOOP_MAX_IN_FLIGHT"); ok {
 		return c, fmt.Errorf("OPENLOOP_MAX_IN_FLIGHT=%q: no longer read: each path has a pool of connections, one request in flight on each; set OPENLOOP_CONNECTIONS (connections per path) instead", v)
 	}
-	if v, ok := lookup(getenv, "OPENLOOP_CONNECTIONS"); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxConnections {
-			return c, fmt.Errorf("OPENLOOP_CONNECTIONS=%q: must be a whole number from 1 to %d (connections per path)", v, maxConnections)
-		}
-		c.connections = n
+	if c.connections, err = whole(getenv, "OPENLOOP_CONNECTIONS", c.connections, maxConnections, "connections per path"); err != nil {
+		return c, err
+	}
+	if c.senders, err = whole(getenv, "OPENLOOP_SENDERS", c.senders, maxSenders,
+		"pacers, each with its own timer and share of the stream; default the CPUs Go may use, GOMAXPROCS"); err != nil {
+		return c, err
 	}
 	if v, ok := lookup(getenv, "OPENLOOP_LOG_LOAD_JSON"); ok {
 		if c.logLoad, err = strconv.ParseBool(v); err != nil {
@@ -94,6 +100,19 @@ func loadConfig(getenv func(string) string) (config, error) {
 func lookup(getenv func(string) string, name string) (string, bool) {
 	v := strings.TrimSpace(getenv(name))
 	return v, v != ""
+}
+
+// whole: a setting that is a whole number from 1 to top (def where not given).
+func whole(getenv func(string) string, name string, def, top int, what string) (int, error) {
+	v, ok := lookup(getenv, name)
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > top {
+		return 0, fmt.Errorf("%s=%q: must be a whole number from 1 to %d (%s)", name, v, top, what)
+	}
+	return n, nil
 }
 
 func duration(getenv func(string) string, name string, def, min time.Duration) (time.Duration, error) {

@@ -265,6 +265,7 @@ func (c *conn) do(j job) {
 		first: first.Sub(written)})
 	j.rec.addRoute(j.route, j.path, j.block, o, done.Sub(written))
 	j.pm.observe(o, done.Sub(written), written.Sub(j.due) > lateAfter)
+	j.rec.pending.Done()
 }
 
 // retry: whether a failed request is sent again on a new connection: the

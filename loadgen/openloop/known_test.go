@@ -18,6 +18,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -434,7 +435,7 @@ func TestOverOnePercentDroppedFailsThePhase(t *testing.T) {
 func TestDefaultsAreTheGeneratorsOwn(t *testing.T) {
 	got, err := loadConfig(func(k string) string { return map[string]string{"PLAN": "plan.json"}[k] })
 	want := config{plan: "plan.json", metricsAddr: ":9465", scrapeWait: 10 * time.Second, timeout: 60 * time.Second,
-		connections: 1000, segment: 0, segments: 1}
+		connections: 1000, senders: runtime.GOMAXPROCS(0), segment: 0, segments: 1}
 	if err != nil || got != want {
 		t.Errorf("loadConfig with PLAN alone: %+v (%v), want %+v", got, err, want)
 	}
@@ -443,7 +444,7 @@ func TestDefaultsAreTheGeneratorsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, v := range map[string]string{"OPENLOOP_METRICS_ADDR": ":9465", "OPENLOOP_SCRAPE_WAIT": "10s",
-		"OPENLOOP_TIMEOUT": "60s", "OPENLOOP_CONNECTIONS": "1000", "OPENLOOP_SEGMENT": "0/1"} {
+		"OPENLOOP_TIMEOUT": "60s", "OPENLOOP_CONNECTIONS": "1000", "OPENLOOP_SENDERS": "GOMAXPROCS", "OPENLOOP_SEGMENT": "0/1"} {
 		if row := "| `" + name + "` | `" + v + "`"; !strings.Contains(string(readme), row) {
 			t.Errorf("README.md's table lacks %s", row)
 		}

@@ -66,17 +66,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) > 1 || len(args) == 1 && args[0] != "check" {
 		return settingError{fmt.Errorf("arguments %q: none (run the plan) or check (read it, send nothing)", args)}
 	}
-	cfg, err := loadConfig(getenv)
+	cfg, p, err := prepare(getenv)
 	if err != nil {
-		return settingError{err}
-	}
-	setMemoryLimit(getenv, os.ReadFile)
-	p, err := readPlan(cfg.plan)
-	if err != nil {
-		return settingError{err}
-	}
-	if err := checkURLs(p); err != nil {
-		return settingError{err}
+		return err
 	}
 	if len(args) == 1 {
 		fmt.Fprintf(stdout, "%s: %d phases, %d requests: %s\n", cfg.plan, len(p.Phases), p.total(), p.Describe)
@@ -95,38 +87,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		seg = fmt.Sprintf(" (segment %d/%d: every request whose index is %d modulo %d)", cfg.segment, cfg.segments, cfg.segment, cfg.segments)
 	}
 	fmt.Fprintf(stdout, "uds-lab openloop run %s%s: %s\n", p.Testid, seg, p.Describe)
-
-	clk, err := newClock()
-	if err != nil {
-		return fmt.Errorf("a timer: %w", err)
-	}
-	defer clk.close()
-	s := newSender(ctx, cfg, m, clk)
-	defer s.wait()
-	m.countOpened(s.opened.Load)
-	opened, wanted, err := s.preOpen(p)
-	if err != nil {
-		return settingError{err}
-	}
-	fmt.Fprintf(stdout, "opened %d of %d connections to the paths (at most %d a path, OPENLOOP_CONNECTIONS)\n", opened, wanted, cfg.connections)
-	recs := make([]*phaseRecord, len(p.Phases))
-	for i := range p.Phases {
-		recs[i] = newPhaseRecord(&p.Phases[i], cfg.timeout)
-	}
-	st, err := begin(ctx, cfg, clk, stdout)
+	st, recs, err := send(ctx, cfg, p, m, stdout)
 	if err != nil {
 		return err
 	}
-	for i := range p.Phases {
-		ph := &p.Phases[i]
-		at := st.at.Add(time.Duration(ph.StartOffsetS * float64(time.Second)))
-		if !clk.until(ctx, at) {
-			break
-		}
-		fmt.Fprintln(stdout, ph.Progress)
-		s.phase(ctx, p, ph, at, recs[i])
-	}
-	s.wait()
 	if cfg.metricsAddr != "" && !m.awaitScrape(ctx, time.Now(), cfg.scrapeWait) {
 		fmt.Fprintf(stderr, "openloop: no scrape within OPENLOOP_SCRAPE_WAIT=%v of the last request: Prometheus may lack the run's last seconds (load.json has them all)\n", cfg.scrapeWait)
 	}
@@ -141,6 +105,45 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("%w: %s", errFailed, verdict(f))
 	}
 	return nil
+}
+
+// prepare: the settings and the plan, checked (a settingError where one is
+// bad); the Go runtime's memory limit set.
+func prepare(getenv func(string) string) (config, *plan, error) {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return cfg, nil, settingError{err}
+	}
+	setMemoryLimit(getenv, os.ReadFile)
+	p, err := readPlan(cfg.plan)
+	if err != nil {
+		return cfg, nil, settingError{err}
+	}
+	if err := checkURLs(p); err != nil {
+		return cfg, nil, settingError{err}
+	}
+	return cfg, p, nil
+}
+
+// send runs the plan from its start (begin): its senders' connections
+// opened first, then every phase; the start and each phase's record.
+func send(ctx context.Context, cfg config, p *plan, m *metrics, stdout io.Writer) (start, []*phaseRecord, error) {
+	f, err := newFleet(ctx, cfg, m)
+	if err != nil {
+		return start{}, nil, fmt.Errorf("a timer: %w", err)
+	}
+	defer f.close()
+	opened, wanted, err := f.preOpen(p)
+	if err != nil {
+		return start{}, nil, settingError{err}
+	}
+	fmt.Fprintf(stdout, "opened %d of %d connections to the paths (at most %d a path, OPENLOOP_CONNECTIONS; %d senders, OPENLOOP_SENDERS)\n",
+		opened, wanted, cfg.connections, len(f.ss))
+	st, err := begin(ctx, cfg, f.ss[0].clock, stdout)
+	if err != nil {
+		return start{}, nil, err
+	}
+	return st, f.run(ctx, p, st.at, stdout), nil
 }
 
 // output: load.json beside the plan, the table on stdout, and, in a

@@ -42,13 +42,16 @@ func connServer(t *testing.T, delay time.Duration, closing bool, idle time.Durat
 }
 
 // 200 requests at 200/s to a path answering in 20 ms, 3 connections at
-// most (4 would be needed): the server sees the pool's 3 connections, the 2
-// opened before the run (200/s x 5 ms: 1, at least 2) and 1 dialed during it
-// (load.json counts it); each holds at most 50 requests a second, and the
-// others due are overflow, counted as dropped, never sent.
+// most (4 would be needed), 2 senders (100/s each; 2 and 1 of the
+// connections): the server sees the pool's 3 connections, the 2 opened
+// before the run (200/s x 5 ms: 1, at least 2, one a sender) and 1 dialed
+// during it by the sender with 2 (load.json counts it); each holds at most
+// 50 requests a second, and the others due are overflow, counted as
+// dropped, never sent.
 func TestThePoolKeepsItsConnections(t *testing.T) {
 	srv, conns := connServer(t, 20*time.Millisecond, false, 0)
-	doc, _ := runPlan(t, knownPlan(t, 200, alone("tcp", srv.URL+"/tcp/ping", 1)), map[string]string{"OPENLOOP_CONNECTIONS": "3"})
+	doc, _ := runPlan(t, knownPlan(t, 200, alone("tcp", srv.URL+"/tcp/ping", 1)),
+		map[string]string{"OPENLOOP_CONNECTIONS": "3", "OPENLOOP_SENDERS": "2"})
 	ph := doc["phases"].([]any)[0].(map[string]any)
 	if n := conns.Load(); n != 3 || num(ph["connections_opened"]) != 1 {
 		t.Errorf("the server accepted %d connections, load.json says %v dialed during the run; want 3, 1 (+2 before)", n, ph["connections_opened"])

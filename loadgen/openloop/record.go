@@ -123,6 +123,9 @@ type phaseRecord struct {
 	byRoute []map[string]*routeTally // a replay: per route of the plan, per path (nil until used)
 	nBlocks int
 	top     time.Duration
+
+	pending sync.WaitGroup // its requests handed to a connection and not yet recorded
+	json    map[string]any // its phase of load.json, once finished (finish); then no tally but its counts
 }
 
 // routeTally: one route's requests on one path of a replay: its counts, the
@@ -199,4 +202,75 @@ func (r *phaseRecord) opened(n int64) {
 	r.mu.Lock()
 	r.dialed += n
 	r.mu.Unlock()
+}
+
+// merge: o's figures added to r's, o another sender's share of the same
+// phase (fleet.go): counts summed, histograms merged exactly (their counts
+// added), a block's durations appended. Both are done with: no request of
+// either is in flight.
+func (r *phaseRecord) merge(o *phaseRecord) {
+	r.all.merge(o.all)
+	r.late += o.late
+	r.dropped += o.dropped
+	r.dialed += o.dialed
+	for path, t := range o.byPath {
+		r.byPath[path].merge(t)
+	}
+	for path, bs := range o.byBlock {
+		for b, bt := range bs {
+			if bt == nil {
+				continue
+			}
+			if r.byBlock[path][b] == nil {
+				r.byBlock[path][b] = &blockTally{}
+			}
+			mine := r.byBlock[path][b]
+			mine.requests += bt.requests
+			mine.failed += bt.failed
+			mine.us = append(mine.us, bt.us...)
+		}
+	}
+	for i, byPath := range o.byRoute {
+		for path, t := range byPath {
+			mine := r.byRoute[i][path]
+			if mine == nil {
+				mine = &routeTally{tally: newTally(r.top, false), blockN: make([]int64, r.nBlocks), blockSumUS: make([]int64, r.nBlocks)}
+				r.byRoute[i][path] = mine
+			}
+			mine.tally.merge(t.tally)
+			for b := range t.blockN {
+				mine.blockN[b] += t.blockN[b]
+				mine.blockSumUS[b] += t.blockSumUS[b]
+			}
+		}
+	}
+}
+
+// merge: o's counts and histograms added to t's (the same shape: both full
+// or both not).
+func (t *tally) merge(o *tally) {
+	t.requests += o.requests
+	t.failed += o.failed
+	for k, n := range o.statuses {
+		t.statuses[k] += n
+	}
+	t.sent.Merge(o.sent)
+	if t.due != nil {
+		t.due.Merge(o.due)
+		t.queue.Merge(o.queue)
+		t.first.Merge(o.first)
+	}
+}
+
+// finish: r's phase of load.json made now, and r's histograms and
+// durations let go (a histogram is 139 KB; a run keeps a phase's figures
+// only until its last request is back): what stays is that phase, its
+// requests, failures and drops (loadJSON's totals and thresholds).
+func (r *phaseRecord) finish(p *plan, ph *phase) {
+	doc := phaseJSON(p, ph, r)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.json = doc
+	r.all = &tally{requests: r.all.requests, failed: r.all.failed}
+	r.byPath, r.byBlock, r.byRoute = nil, nil, nil
 }

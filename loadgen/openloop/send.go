@@ -21,8 +21,9 @@ type sender struct {
 	ctx     context.Context
 	m       *metrics
 	clock   *clock
-	seg, n  int
-	size    int // connections per path at most (OPENLOOP_CONNECTIONS)
+	seg, n  int // this sender sends the requests whose index is seg modulo n
+	of      int // senders in this process (fleet): the pools before the run are split among them
+	size    int // connections per path at most (this sender's share of OPENLOOP_CONNECTIONS)
 	timeout time.Duration
 	dialer  *net.Dialer
 	pools   map[string]*pool // by path and endpoint
@@ -32,7 +33,7 @@ type sender struct {
 }
 
 func newSender(ctx context.Context, cfg config, m *metrics, c *clock) *sender {
-	s := &sender{ctx: ctx, m: m, clock: c, seg: cfg.segment, n: cfg.segments, size: cfg.connections,
+	s := &sender{ctx: ctx, m: m, clock: c, seg: cfg.segment, n: cfg.segments, of: 1, size: cfg.connections,
 		timeout: cfg.timeout, dialer: &net.Dialer{Timeout: cfg.timeout, KeepAlive: -1}, pools: map[string]*pool{}}
 	s.stop = context.AfterFunc(ctx, func() {
 		for _, p := range s.pools {
@@ -58,9 +59,10 @@ func (s *sender) poolFor(path, rawURL string) (*pool, error) {
 }
 
 // preOpen: before the run, each path's connections its peak rate needs at
-// preOpenLatency each (Little's law; at least 2, at most
-// OPENLOOP_CONNECTIONS), dialed; more are dialed while it runs where a
-// path's answers take longer. It returns how many were opened and wanted.
+// preOpenLatency each (Little's law; at least 2 a path, split among the
+// senders; at most this sender's share of OPENLOOP_CONNECTIONS), dialed;
+// more are dialed while it runs where a path's answers take longer. It
+// returns how many were opened and wanted.
 func (s *sender) preOpen(p *plan) (opened, wanted int, err error) {
 	peak := map[*pool]float64{}
 	for i := range p.Phases {
@@ -83,7 +85,7 @@ func (s *sender) preOpen(p *plan) (opened, wanted int, err error) {
 	var wg sync.WaitGroup
 	var total atomic.Int64
 	for pl, rate := range peak {
-		n := min(max(2, int(math.Ceil(rate*preOpenLatency.Seconds()))), pl.size)
+		n := min(max((2+s.of-1)/s.of, int(math.Ceil(rate*preOpenLatency.Seconds()))), pl.size)
 		wanted += n
 		wg.Go(func() { total.Add(int64(pl.open(ctx, n))) })
 	}
@@ -139,6 +141,7 @@ func (s *sender) phase(ctx context.Context, p *plan, ph *phase, start time.Time,
 			continue
 		}
 		head, suffix := ph.request(i)
+		rec.pending.Add(1)
 		c.send(job{head: head, target: suffix, due: due, path: path, block: block, route: ph.route(i), rec: rec, pm: t.pm})
 	}
 }

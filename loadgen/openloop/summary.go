@@ -48,12 +48,15 @@ func share(n, of int64) float64 {
 
 // phaseJSON: one phase of load.json: the plan's own fields and what was measured.
 func phaseJSON(p *plan, ph *phase, r *phaseRecord) map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.json != nil {
+		return r.json
+	}
 	out := map[string]any{}
 	for k, v := range ph.raw {
 		out[k] = v
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	t := r.all
 	out["requests"] = t.requests
 	out["failed_rate"] = share(t.failed, t.requests)
