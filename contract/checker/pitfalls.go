@@ -247,6 +247,8 @@ type share struct {
 	total    int
 }
 
+// measureShare opens spreadConns connections to the listener and counts, once
+// the count stops moving, which of the app's processes accepted them.
 func measureShare(cfg Config, l listener, ls []diagSocket) (share, error) {
 	s := share{listener: l.name, accepted: map[int]int{}}
 	listening := map[uint64]bool{}
@@ -260,19 +262,7 @@ func measureShare(cfg Config, l listener, ls []diagSocket) (share, error) {
 		}
 	}()
 	for range spreadConns {
-		// A full queue (a small backlog) refuses a connect: a moment later
-		// the app has accepted. This row is about who accepts, not when.
-		var conn net.Conn
-		var err error
-		for try := 0; try < 50; try++ {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			conn, err = l.dial(ctx)
-			cancel()
-			if err == nil || !refused(err) {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		conn, err := dialPatiently(l)
 		if err != nil {
 			return s, fmt.Errorf("%s: opening connection %d of %d: %v", l.name, len(conns)+1, spreadConns, err)
 		}
@@ -283,26 +273,9 @@ func measureShare(cfg Config, l listener, ls []diagSocket) (share, error) {
 	last, still := -1, 0
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && still < 3; {
 		time.Sleep(100 * time.Millisecond)
-		accepted, err := acceptedInodes(cfg, l.name)
-		if err != nil {
+		var err error
+		if ps, err = countAccepted(cfg, l.name, &s); err != nil {
 			return s, err
-		}
-		var hidden int
-		ps, hidden, err = procs("/proc")
-		if err != nil {
-			return s, err
-		}
-		if len(ps) == 0 {
-			return s, fmt.Errorf("none of the app's %d processes let this step read their descriptors (it must run as the app's user in the app's PID namespace)", hidden)
-		}
-		s.accepted, s.total = map[int]int{}, 0
-		for _, p := range ps {
-			for n := range p.Sockets {
-				if accepted[n] {
-					s.accepted[p.PID]++
-					s.total++
-				}
-			}
 		}
 		if s.total == last {
 			still++
@@ -312,6 +285,51 @@ func measureShare(cfg Config, l listener, ls []diagSocket) (share, error) {
 	}
 	s.workers = workers(ps, listening, s.accepted)
 	return s, nil
+}
+
+// dialPatiently opens a connection to the listener. A full queue (a small
+// backlog) refuses a connect: a moment later the app has accepted, so a
+// refusal is tried again, up to 50 times. The share row is about who
+// accepts, not when.
+func dialPatiently(l listener) (net.Conn, error) {
+	var conn net.Conn
+	var err error
+	for try := 0; try < 50; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		conn, err = l.dial(ctx)
+		cancel()
+		if err == nil || !refused(err) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return conn, err
+}
+
+// countAccepted sets s.accepted and s.total to the connections of the
+// listener each of the app's processes holds now, and returns the processes.
+func countAccepted(cfg Config, listener string, s *share) ([]proc, error) {
+	accepted, err := acceptedInodes(cfg, listener)
+	if err != nil {
+		return nil, err
+	}
+	ps, hidden, err := procs("/proc")
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("none of the app's %d processes let this step read their descriptors (it must run as the app's user in the app's PID namespace)", hidden)
+	}
+	s.accepted, s.total = map[int]int{}, 0
+	for _, p := range ps {
+		for n := range p.Sockets {
+			if accepted[n] {
+				s.accepted[p.PID]++
+				s.total++
+			}
+		}
+	}
+	return ps, nil
 }
 
 // acceptedInodes: the app's side of the connections made to a listener.
