@@ -48,66 +48,83 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		return def
 	}
 	var cfg Config
-	var err error
+	if err := loadListeners(&cfg, get); err != nil {
+		return cfg, err
+	}
+	if err := loadLimits(&cfg, get); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
 
+// loadListeners reads where and how the app listens: its TCP address, its
+// socket's path, mode and group.
+func loadListeners(cfg *Config, get func(string, string) string) error {
+	var err error
 	cfg.TCPAddr = get("APP_TCP_ADDR", ":8080")
 	if err := validateTCPAddr(cfg.TCPAddr); err != nil {
-		return cfg, fmt.Errorf("APP_TCP_ADDR=%q: %w", cfg.TCPAddr, err)
+		return fmt.Errorf("APP_TCP_ADDR=%q: %w", cfg.TCPAddr, err)
 	}
 
 	cfg.UnixSocket = get("APP_UNIX_SOCKET", "/sock/app.sock")
 	if len(cfg.UnixSocket) > maxUnixPathLen {
-		return cfg, fmt.Errorf("APP_UNIX_SOCKET=%q: path is %d bytes, the limit for a Unix socket is %d",
+		return fmt.Errorf("APP_UNIX_SOCKET=%q: path is %d bytes, the limit for a Unix socket is %d",
 			cfg.UnixSocket, len(cfg.UnixSocket), maxUnixPathLen)
 	}
 
 	modeStr := get("APP_SOCKET_MODE", "0660")
 	if cfg.SocketMode, err = parseSocketMode(modeStr); err != nil {
-		return cfg, fmt.Errorf("APP_SOCKET_MODE=%q: %w", modeStr, err)
+		return fmt.Errorf("APP_SOCKET_MODE=%q: %w", modeStr, err)
 	}
 
 	cfg.SocketGID = -1
-	if v := getenv("APP_SOCKET_GID"); v != "" {
+	if v := get("APP_SOCKET_GID", ""); v != "" {
 		gid, err := strconv.Atoi(v)
 		if err != nil || gid < 0 {
-			return cfg, fmt.Errorf("APP_SOCKET_GID=%q: must be a numeric group id >= 0 (or empty to keep the process's group)", v)
+			return fmt.Errorf("APP_SOCKET_GID=%q: must be a numeric group id >= 0 (or empty to keep the process's group)", v)
 		}
 		cfg.SocketGID = gid
 	}
+	return nil
+}
 
+// loadLimits reads what bounds the app's work: its shutdown timeout, the
+// download's file and size, and the CPU route's iterations, concurrency and
+// queue.
+func loadLimits(cfg *Config, get func(string, string) string) error {
+	var err error
 	toStr := get("APP_SHUTDOWN_TIMEOUT", (longestRequest + 5*time.Second).String())
 	if cfg.ShutdownTimeout, err = time.ParseDuration(toStr); err != nil {
-		return cfg, fmt.Errorf("APP_SHUTDOWN_TIMEOUT=%q: must be a Go duration such as 10s or 500ms", toStr)
+		return fmt.Errorf("APP_SHUTDOWN_TIMEOUT=%q: must be a Go duration such as 10s or 500ms", toStr)
 	}
 	if cfg.ShutdownTimeout <= 0 {
-		return cfg, fmt.Errorf("APP_SHUTDOWN_TIMEOUT=%q: must be greater than 0", toStr)
+		return fmt.Errorf("APP_SHUTDOWN_TIMEOUT=%q: must be greater than 0", toStr)
 	}
 
 	cfg.DownloadFile = get("APP_DOWNLOAD_FILE", "/tmp/uds-lab-download.bin")
 
 	sizeStr := get("APP_DOWNLOAD_SIZE", "1048576")
 	if cfg.DownloadSize, err = strconv.ParseInt(sizeStr, 10, 64); err != nil || cfg.DownloadSize < 0 || cfg.DownloadSize > maxDownloadSize {
-		return cfg, fmt.Errorf("APP_DOWNLOAD_SIZE=%q: must be an integer number of bytes between 0 and %d", sizeStr, maxDownloadSize)
+		return fmt.Errorf("APP_DOWNLOAD_SIZE=%q: must be an integer number of bytes between 0 and %d", sizeStr, maxDownloadSize)
 	}
 
 	cpuStr := get("APP_CPU_MAX_ITERATIONS", "1000000")
 	if cfg.CPUMaxIterations, err = strconv.ParseInt(cpuStr, 10, 64); err != nil || cfg.CPUMaxIterations < 1 {
-		return cfg, fmt.Errorf("APP_CPU_MAX_ITERATIONS=%q: must be an integer greater than 0", cpuStr)
+		return fmt.Errorf("APP_CPU_MAX_ITERATIONS=%q: must be an integer greater than 0", cpuStr)
 	}
 
 	def := defaultCPULimits()
 	if cfg.CPU.Concurrency, err = intSetting(get, "APP_CPU_CONCURRENCY", def.Concurrency, 1, 10000); err != nil {
-		return cfg, err
+		return err
 	}
 	if cfg.CPU.Queue, err = intSetting(get, "APP_CPU_QUEUE", def.Queue, 0, 100000); err != nil {
-		return cfg, err
+		return err
 	}
 	qtStr := get("APP_CPU_QUEUE_TIMEOUT", def.QueueTimeout.String())
 	if cfg.CPU.QueueTimeout, err = time.ParseDuration(qtStr); err != nil || cfg.CPU.QueueTimeout <= 0 {
-		return cfg, fmt.Errorf("APP_CPU_QUEUE_TIMEOUT=%q: must be a Go duration greater than 0, such as 5s", qtStr)
+		return fmt.Errorf("APP_CPU_QUEUE_TIMEOUT=%q: must be a Go duration greater than 0, such as 5s", qtStr)
 	}
-
-	return cfg, nil
+	return nil
 }
 
 // intSetting reads an integer setting in [lo, hi], def when unset.
