@@ -117,57 +117,77 @@ func splitAddress(a string) (network, addr string, err error) {
 // close (connect). Each operation is timed on its own.
 func measure(ctx context.Context, ph Phase) (Result, error) {
 	network, addr, _ := splitAddress(ph.Address)
-	d := net.Dialer{Timeout: 2 * time.Second}
 	msg := frame(ph.Size)
-	reply := make([]byte, len(msg))
+	p := &prober{d: net.Dialer{Timeout: 2 * time.Second}, network: network, addr: addr, msg: msg,
+		reply: make([]byte, len(msg))}
 	lat := make([]time.Duration, 0, 1<<16)
 	errs := 0
-	var conn net.Conn
 	defer func() {
-		if conn != nil {
-			conn.Close()
+		if p.conn != nil {
+			p.conn.Close()
 		}
 	}()
 	// The rtt phase's connection is open before the clock starts.
 	if ph.Measure == "rtt" {
-		c, err := d.DialContext(ctx, network, addr)
+		c, err := p.d.DialContext(ctx, network, addr)
 		if err != nil {
 			return Result{}, fmt.Errorf("%s %s: %w (is the floor server up?)", network, addr, err)
 		}
-		conn = c
+		p.conn = c
 	}
 	begin := time.Now()
 	deadline := begin.Add(time.Duration(ph.Duration * float64(time.Second)))
 	for now := begin; now.Before(deadline) && ctx.Err() == nil && (ph.MaxOps == 0 || len(lat) < ph.MaxOps); now = time.Now() {
-		var err error
 		t0 := time.Now()
-		if ph.Measure == "rtt" {
-			if conn == nil {
-				if conn, err = d.DialContext(ctx, network, addr); err != nil {
-					errs++
-					continue
-				}
-			}
-			if err = exchange(conn, msg, reply); err != nil {
-				conn.Close()
-				conn = nil
-			}
-		} else {
-			var c net.Conn
-			if c, err = d.DialContext(ctx, network, addr); err == nil {
-				err = exchange(c, msg, reply)
-				c.Close()
-			}
-		}
+		redial, err := p.once(ctx, ph.Measure)
 		if err != nil {
 			errs++
-			if errs > 1000 {
+			if !redial && errs > 1000 {
 				return Result{}, fmt.Errorf("%s %s: more than 1000 errors, the last: %w", network, addr, err)
 			}
 			continue
 		}
 		lat = append(lat, time.Since(t0))
 	}
+	return summarize(ph, begin, lat, errs), nil
+}
+
+// prober performs a phase's operations on one address.
+type prober struct {
+	d             net.Dialer
+	network, addr string
+	msg, reply    []byte
+	conn          net.Conn // rtt: the connection, nil after a failed exchange until redialled
+}
+
+// once performs one operation: a round trip on the rtt connection (dialled
+// again if the last exchange failed), or a new connection's 1-byte exchange
+// and close (connect). redial: the rtt connection could not be dialled
+// again, an error that counts but never ends the phase.
+func (p *prober) once(ctx context.Context, measure string) (redial bool, err error) {
+	if measure == "rtt" {
+		if p.conn == nil {
+			if p.conn, err = p.d.DialContext(ctx, p.network, p.addr); err != nil {
+				return true, err
+			}
+		}
+		if err = exchange(p.conn, p.msg, p.reply); err != nil {
+			p.conn.Close()
+			p.conn = nil
+		}
+		return false, err
+	}
+	var c net.Conn
+	if c, err = p.d.DialContext(ctx, p.network, p.addr); err == nil {
+		err = exchange(c, p.msg, p.reply)
+		c.Close()
+	}
+	return false, err
+}
+
+// summarize is a phase's Result: its operations per second, errors, and the
+// operations' p50, p99 and mean where there were any.
+func summarize(ph Phase, begin time.Time, lat []time.Duration, errs int) Result {
 	secs := time.Since(begin).Seconds()
 	res := Result{Phase: ph, StartOffset: float64(begin.UnixMilli()), Seconds: math.Round(secs*1e6) / 1e6,
 		Ops: len(lat), Errors: errs, OpsPerS: float64(len(lat)) / secs}
@@ -176,7 +196,7 @@ func measure(ctx context.Context, ph Phase) (Result, error) {
 		p50, p99, mean := quantile(lat, 0.50), quantile(lat, 0.99), meanOf(lat)
 		res.P50us, res.P99us, res.MeanUs = &p50, &p99, &mean
 	}
-	return res, nil
+	return res
 }
 
 // quantile: the nearest-rank q-quantile of sorted durations, in µs.
