@@ -159,7 +159,7 @@ def fmt_us(v):
     return f"{v:,.0f} µs"
 
 
-def main():
+def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rates", default="5000,10000,15000,20000,25000,30000")
     ap.add_argument("--latency-rates", default="500,2000")
@@ -173,67 +173,98 @@ def main():
     ap.add_argument("--wrk", default=shutil.which("wrk"))
     ap.add_argument("--wrk-connections", type=int, default=64)
     ap.add_argument("--only", default="openloop,oha,vegeta,wrk", help="which generators")
-    args = ap.parse_args()
-    only = set(args.only.split(","))
-    for name in ("oha", "vegeta", "wrk"):
-        if name in only and not getattr(args, name):
-            print(f"{name}: not found (scripts/test-deps.sh {name}, or --{name} PATH): left out", file=sys.stderr)
-            only.discard(name)
-    work = Path(tempfile.mkdtemp(prefix="bench-openloop-"))
-    binary = work / "openloop"
-    subprocess.run(["go", "build", "-o", str(binary), "."], cwd=HERE / "openloop", check=True)
-    gens = [g for g in ("openloop", "oha", "vegeta") if g in only]
+    return ap.parse_args(argv)
 
-    def nginx():
+
+class Bench:
+    """One benchmark run: its settings, its folder (openloop built there) and the generators it runs."""
+
+    def __init__(self, args):
+        self.args = args
+        self.only = set(args.only.split(","))
+        for name in ("oha", "vegeta", "wrk"):
+            if name in self.only and not getattr(args, name):
+                print(f"{name}: not found (scripts/test-deps.sh {name}, or --{name} PATH): left out", file=sys.stderr)
+                self.only.discard(name)
+        self.work = Path(tempfile.mkdtemp(prefix="bench-openloop-"))
+        self.binary = self.work / "openloop"
+        subprocess.run(["go", "build", "-o", str(self.binary), "."], cwd=HERE / "openloop", check=True)
+        self.gens = [g for g in ("openloop", "oha", "vegeta") if g in self.only]
+
+    def nginx(self):
         """A fresh nginx for each run: no generator meets another's connections or backlog."""
         port = free_port()
-        (work / "nginx.conf").write_text(NGINX_CONF.format(dir=work, port=port))
-        proc = subprocess.Popen([*prefix(args.nginx_core, args.nice), "nginx", "-c", str(work / "nginx.conf"),
-                                 "-g", "daemon off;"])
+        (self.work / "nginx.conf").write_text(NGINX_CONF.format(dir=self.work, port=port))
+        proc = subprocess.Popen([*prefix(self.args.nginx_core, self.args.nice), "nginx", "-c",
+                                 str(self.work / "nginx.conf"), "-g", "daemon off;"])
         time.sleep(0.3)
         return proc, f"http://127.0.0.1:{port}/"
 
-    def stop(proc):
-        proc.terminate()
-        proc.wait(timeout=30)
-
-    def once(gen, rate):
-        proc, url = nginx()
+    def once(self, gen, rate):
+        a = self.args
+        proc, url = self.nginx()
         try:
             if gen == "openloop":
-                return run_openloop(binary, args.core, args.nice, work, url, rate, args.duration)
+                return run_openloop(self.binary, a.core, a.nice, self.work, url, rate, a.duration)
             if gen == "oha":
-                return run_oha(args.oha, args.core, args.nice, url, rate, args.duration)
-            return run_vegeta(args.vegeta, args.core, args.nice, work, url, rate, args.duration)
+                return run_oha(a.oha, a.core, a.nice, url, rate, a.duration)
+            return run_vegeta(a.vegeta, a.core, a.nice, self.work, url, rate, a.duration)
         finally:
             stop(proc)
 
-    def table(rates, what):
+    def table(self, rates, what):
+        """Each generator at each rate, a row a run; then their medians, a row a generator."""
         if not rates:
             return
         runs = {}
         for rate in rates:
-            for k in range(args.repeat):
-                for gen in gens:
-                    r = once(gen, rate)
+            for k in range(self.args.repeat):
+                for gen in self.gens:
+                    r = self.once(gen, rate)
                     runs.setdefault((gen, rate), []).append(r)
                     print(f"| {gen} | {rate:,} | {k + 1} | {r['held']:,.0f} | {r['late']:.2%} | {r['dropped']:,} | "
                           f"{fmt_us(r['p50_us'])} | {fmt_us(r['p99_us'])} |", flush=True)
-        print(f"\n{what}, the median of {args.repeat} run(s):\n")
+        print(f"\n{what}, the median of {self.args.repeat} run(s):\n")
         print("| generator | " + " | ".join(f"{r:,} req/s: late, p50, p99" for r in rates)
               + " | on time (< 1% late) | sent (>= 99% of the rate) |")
         print("| --- | " + " | ".join("---:" for _ in rates) + " | ---: | ---: |")
-        for gen in gens:
-            cells, on_time, sent = [], 0, 0
-            for rate in rates:
-                rs = runs[(gen, rate)]
-                late = statistics.median(r["late"] for r in rs)
-                cells.append(f"{late:.2%}, {fmt_us(statistics.median(r['p50_us'] for r in rs))}, "
-                             f"{fmt_us(statistics.median(r['p99_us'] for r in rs))}")
-                on_time = max(on_time, rate) if late < 0.01 else on_time
-                sent = max(sent, rate) if statistics.median(r["held"] for r in rs) >= 0.99 * rate else sent
-            print(f"| {gen} | " + " | ".join(cells) + f" | {on_time:,} | {sent:,} |", flush=True)
+        for gen in self.gens:
+            print(median_row(gen, rates, runs), flush=True)
 
+    def wrk(self):
+        """wrk flat out, --repeat times: one core's HTTP/1.1 ceiling against this nginx."""
+        a, rps = self.args, []
+        for _ in range(a.repeat):
+            proc, url = self.nginx()
+            try:
+                rps.append(run_wrk(a.wrk, a.core, a.nice, url, a.duration, a.wrk_connections))
+            finally:
+                stop(proc)
+        print(f"\nwrk flat out (1 thread, {a.wrk_connections} connections, {a.duration} s): "
+              + ", ".join(f"{r:,.0f}" for r in rps) + " req/s")
+
+
+def stop(proc):
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def median_row(gen, rates, runs):
+    """A generator's medians at each rate, the highest rate it held on time and the highest it sent."""
+    cells, on_time, sent = [], 0, 0
+    for rate in rates:
+        rs = runs[(gen, rate)]
+        late = statistics.median(r["late"] for r in rs)
+        cells.append(f"{late:.2%}, {fmt_us(statistics.median(r['p50_us'] for r in rs))}, "
+                     f"{fmt_us(statistics.median(r['p99_us'] for r in rs))}")
+        on_time = max(on_time, rate) if late < 0.01 else on_time
+        sent = max(sent, rate) if statistics.median(r["held"] for r in rs) >= 0.99 * rate else sent
+    return f"| {gen} | " + " | ".join(cells) + f" | {on_time:,} | {sent:,} |"
+
+
+def main():
+    args = parse_args()
+    b = Bench(args)
     try:
         load = os.getloadavg()
         print(f"{time.strftime('%Y-%m-%d %H:%M %Z')}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
@@ -241,23 +272,15 @@ def main():
               f"nice {args.nice}; {args.duration} s a run after a 2 s warm-up; {args.repeat} run(s) each\n")
         print("| generator | rate (req/s) | run | held | late (> 1 ms) | not sent | p50 from send | p99 from send |")
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-        table([int(r) for r in args.rates.split(",") if r], "The rates")
+        b.table([int(r) for r in args.rates.split(",") if r], "The rates")
         print()
-        table([int(r) for r in args.latency_rates.split(",") if r], "The latency each adds")
-        if "wrk" in only:
-            rps = []
-            for _ in range(args.repeat):
-                proc, url = nginx()
-                try:
-                    rps.append(run_wrk(args.wrk, args.core, args.nice, url, args.duration, args.wrk_connections))
-                finally:
-                    stop(proc)
-            print(f"\nwrk flat out (1 thread, {args.wrk_connections} connections, {args.duration} s): "
-                  + ", ".join(f"{r:,.0f}" for r in rps) + " req/s")
+        b.table([int(r) for r in args.latency_rates.split(",") if r], "The latency each adds")
+        if "wrk" in b.only:
+            b.wrk()
         load = os.getloadavg()
         print(f"\nended {time.strftime('%H:%M')}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(b.work, ignore_errors=True)
     return 0
 
 
