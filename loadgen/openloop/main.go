@@ -137,7 +137,7 @@ func send(ctx context.Context, cfg config, p *plan, m *metrics, stdout io.Writer
 	if err != nil {
 		return start{}, nil, settingError{err}
 	}
-	fmt.Fprintf(stdout, "opened %d of %d connections to the paths (at most %d a path, OPENLOOP_CONNECTIONS; %d senders, OPENLOOP_SENDERS)\n",
+	fmt.Fprintf(stdout, "opened %d of %d connections to the paths (at most %d a path, OPENLOOP_CONNECTIONS), senders: %d (OPENLOOP_SENDERS)\n",
 		opened, wanted, cfg.connections, len(f.ss))
 	st, err := begin(ctx, cfg, f.ss[0].clock, stdout)
 	if err != nil {
