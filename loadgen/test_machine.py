@@ -142,3 +142,39 @@ def test_on_compose_records_nginx_from_its_container_and_the_apps_image(tmp_path
                                     "image": "img:1"}
     machine.write(tmp_path / "run", got)
     assert json.loads((tmp_path / "run" / "machine.json").read_text()) == got
+
+
+class FakeCluster:
+    """k8s_backend.Cluster's two calls on_kubernetes makes: the app pods, and
+    kubectl, which answers an exec with what the pod's probe printed."""
+
+    def __init__(self, said, pods=True):
+        self.said, self.calls = said, []
+        self.items = [{"metadata": {"name": "lab-app-7"}, "spec": {"containers": [
+            {"name": "nginx", "image": "nginx:1.30.4"}, {"name": "app", "image": "img:2"}]}}] if pods else []
+
+    def pods(self, selector):
+        self.calls.append(("pods", selector))
+        return self.items
+
+    def kubectl(self, *args, **kw):
+        self.calls.append(args)
+        if isinstance(self.said, Exception):
+            raise self.said
+        return self.said
+
+
+def test_on_kubernetes_reads_the_app_pods_nginx_container_and_says_where(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    k = FakeCluster("kernel=6.8.0-1015-gcp\ncpuidle_driver=haltpoll\nhypervisor=yes\nnginx=nginx version: nginx/1.30.4\n")
+    got = machine.on_kubernetes(k, "lab")
+    assert k.calls == [("pods", "app.kubernetes.io/instance=lab,app.kubernetes.io/component=app"),
+                       ("exec", "lab-app-7", "-c", "nginx", "--", "sh", "-c", machine.PROBE, "probe", "", "pod")]
+    assert got["read_from"] == "the app pod's nginx container" and got["kernel"] == "6.8.0-1015-gcp"
+    assert got["nginx"] == "nginx/1.30.4" and got["cpuidle"] == {"driver": "haltpoll", "governor": None}
+    assert got["virtualisation"]["virtual_machine"] is True
+    assert got["app_keepalive"] == {"measured": None, "why": "not measured (run make contract)"}
+    # No app pod, or kubectl that does not answer: every field None, the run goes on.
+    for k in (FakeCluster("", pods=False), FakeCluster(machine.Stop("k8s: kubectl exec: no answer after 20 s", 2))):
+        got = machine.on_kubernetes(k, "lab")
+        assert got["kernel"] is None and got["nginx"] is None and got["cpu"] == {"model": None, "count": None}

@@ -38,15 +38,14 @@ def virtual_words(v, na):
     return said + (f", DMI `{dmi}`" if dmi else "")
 
 
-def ns(v, na):
-    return na if v is None else f"{v:,} ns"
-
-
 def halt_words(h, na):
     """Halt-polling as read: this machine's idle cores (haltpoll's guest_halt_poll_ns) and
     this kernel's KVM for the guests it hosts (kvm.halt_poll_ns)."""
-    return (f"halt-polling before an idle core halts {ns(h.get('guest_halt_poll_ns'), na)} (guest_halt_poll_ns), "
-            f"by this kernel's KVM for its guests {ns(h.get('kvm_halt_poll_ns'), na)} (kvm.halt_poll_ns)")
+    guest, kvm = h.get("guest_halt_poll_ns"), h.get("kvm_halt_poll_ns")
+    return ("halt-polling: " + (f"an idle core polls up to {guest:,} ns before it halts (haltpoll's guest_halt_poll_ns)"
+                                if guest is not None else f"haltpoll's guest_halt_poll_ns {na}") + ", "
+            + (f"this kernel's KVM polls {kvm:,} ns for its own guests (kvm.halt_poll_ns)" if kvm is not None
+               else f"kvm.halt_poll_ns {na}"))
 
 
 def keepalive_words(ka):
@@ -72,7 +71,7 @@ def line(ms):
         f"cpuidle driver {idle.get('driver') or na}, governor {idle.get('governor') or na}",
         halt_words(ms.get("halt_polling") or {}, na),
         f"CPU {cpu.get('model') or na}" + (f" x {count}" if count else ""),
-        f"nginx {ms.get('nginx') or 'version ' + na}",
+        ms.get('nginx') or f"nginx's version {na}",
         keepalive_words(ms.get("app_keepalive")),
     ]
     return f"Machine (read from {ms.get('read_from') or 'n/a'} at the run's start): " + "; ".join(parts)

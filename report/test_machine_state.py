@@ -23,8 +23,9 @@ GUEST = {
 GUEST_LINE = (
     "Machine (read from the host at the run's start): kernel 6.1.0-28-cloud-amd64; a virtual machine (kvm, "
     "systemd-detect-virt), DMI `QEMU Standard PC (Q35 + ICH9, 2009)`; cpuidle driver haltpoll, governor haltpoll; "
-    "halt-polling before an idle core halts 200,000 ns (guest_halt_poll_ns), by this kernel's KVM for its guests "
-    "not readable here (kvm.halt_poll_ns); CPU AMD EPYC 7B13 x 2; nginx nginx/1.30.4; the app's idle keep-alive "
+    "halt-polling: an idle core polls up to 200,000 ns before it halts (haltpoll's guest_halt_poll_ns), "
+    "kvm.halt_poll_ns not readable here; CPU AMD EPYC 7B13 x 2; nginx/1.30.4; "
+    "the app's idle keep-alive "
     "timeout (make contract of `uds-lab/stack-uvicorn:t1`): tcp closed by the app after 5.00 s idle; unix closed "
     "by the app after 5.00 s idle")
 NOT_RECORDED = "Machine: " + machine_state.NOT_RECORDED
@@ -39,9 +40,9 @@ def test_each_field_is_said_as_read_and_what_a_pod_cannot_read_says_so():
     assert machine_state.line(bare) == (
         "Machine (read from the app pod's nginx container at the run's start): kernel 6.12.9; no hypervisor flag "
         "(bare metal, or a hypervisor that hides it); cpuidle driver intel_idle, governor not readable from a pod; "
-        "halt-polling before an idle core halts not readable from a pod (guest_halt_poll_ns), by this kernel's KVM "
-        "for its guests not readable from a pod (kvm.halt_poll_ns); CPU not readable from a pod; nginx version not "
-        "readable from a pod; the app's idle keep-alive timeout: not measured (run make contract)")
+        "halt-polling: haltpoll's guest_halt_poll_ns not readable from a pod, kvm.halt_poll_ns not readable from a "
+        "pod; CPU not readable from a pod; nginx's version not readable from a pod; the app's idle keep-alive timeout: not "
+        "measured (run make contract)")
     assert machine_state.line({"virtualisation": {"systemd_detect_virt": "none"}}).count(
         "not a virtual machine (systemd-detect-virt)") == 1
 
