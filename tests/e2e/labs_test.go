@@ -130,6 +130,8 @@ func TestApps(t *testing.T) {
 		buildForged(t)
 		swapApp(t, prom, nginx, forgedImage, testid+"-swap")
 		forgedMetrics(t, prom)
+		// make load TRAFFIC= TRAFFIC_SEND=logged on the minimal app's routes, every path (replay_test.go).
+		t.Run("replay", func(t *testing.T) { replayMinimal(t, prom, testid+"-replay") })
 	})
 	// nginx and Prometheus restarted under load: the app is unaffected.
 	t.Run("restart", func(t *testing.T) { restartUnderLoad(t, prom, nginx, testid+"-restart") })

@@ -41,22 +41,30 @@ http {
 }
 `
 
-// The mixed run logged: 40 rounds of 5 GETs and a POST, 0.25 s apart (about
-// 11 s: the 10 blocks of 1 s an answer needs), with the secrets planted.
+// The mixed run logged: 40 rounds of 5 GETs and a POST, with the secrets
+// planted; its rounds PAUSE s apart (replayLog's pause).
 const (
 	replayRounds = 40
 	replayGets   = 5
 	replayMixed  = `nginx -c /out/nginx.conf && for i in $(seq 1 40); do
   for r in ping bytes/100 bytes/16384 sleep/3 "bytes/102400?token=SECRETQUERY$i"; do
-    curl -s -o /dev/null -u SECRETUSER:pw -A SECRETAGENT -e https://SECRETREF.example/ -b session=SECRETCOOKIE "http://127.0.0.1:8099/$r"
+    curl -s -m 10 -o /dev/null -u SECRETUSER:pw -A SECRETAGENT -e https://SECRETREF.example/ -b session=SECRETCOOKIE "http://127.0.0.1:8099/$r"
   done
-  curl -s -o /dev/null -X POST -A SECRETAGENT http://127.0.0.1:8099/ping; sleep 0.25
+  curl -s -m 10 -o /dev/null -X POST -A SECRETAGENT http://127.0.0.1:8099/ping; sleep PAUSE
 done; nginx -c /out/nginx.conf -s quit`
 )
 
+// replayRate: the minimal app's replay's rate (TRAFFIC_SPEED=rate), 200
+// requests x 6 paths in 10.9 s a stream: 11 blocks of 1 s.
+const replayRate = "110"
+
 var replaySecrets = []string{"SECRETQUERY", "SECRETUSER", "SECRETAGENT", "SECRETREF", "SECRETCOOKIE"}
 
-func replayRun(t *testing.T, prom, testid string) {
+// replayLog runs the mixed run, its rounds pause apart, through an nginx of
+// the lab's image in front of the lab's app (app:8080), and returns the
+// folder of its two logs.
+func replayLog(t *testing.T, pause string) string {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
@@ -64,11 +72,18 @@ func replayRun(t *testing.T, prom, testid string) {
 	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(replayNginx), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := appRoutes(t, prom)
 	step(t, "a mixed run through nginx, logged", func() {
-		run(t, "docker", "run", "--rm", "--network", os.Getenv("COMPOSE_PROJECT_NAME")+"_default",
-			"-v", dir+":/out", os.Getenv("NGINX_IMAGE"), "sh", "-c", replayMixed)
+		run(t, "timeout", "120", "docker", "run", "--rm", "--network", os.Getenv("COMPOSE_PROJECT_NAME")+"_default",
+			"-v", dir+":/out", os.Getenv("NGINX_IMAGE"), "sh", "-c", strings.Replace(replayMixed, "PAUSE", pause, 1))
 	})
+	return dir
+}
+
+func replayRun(t *testing.T, prom, testid string) {
+	before := appRoutes(t, prom)
+	// Replayed at the log's own times: 0.25 s apart, about 11 s, the 10
+	// blocks of 1 s an answer needs.
+	dir := replayLog(t, "0.25")
 	// The logged routes' 200s, as the app counts them: the mixed run's, then each replay's.
 	logged := map[string]float64{"/ping": replayRounds, "/sleep/:ms": replayRounds, "/bytes/:n": 3 * replayRounds}
 	before = appCounted(t, prom, before, logged, 1)
@@ -92,6 +107,171 @@ func replayRun(t *testing.T, prom, testid string) {
 	checkReplayed(t, asLogged, "logged", 2)
 	appCounted(t, prom, before, logged, 2)
 	noSecrets(t, prom, emulated, asLogged)
+}
+
+// replayMinimal: the log replayed as logged on the minimal app
+// (contract/minimal-app, the net/http example users copy), through every
+// path. TestApps's swap runs the lab on its forged build (forgedImage: the
+// minimal app's code with other sources' series on /metrics, which
+// Prometheus drops), so the log is written and replayed with the minimal
+// app's routes behind nginx: its GETs answered, its POSTs 404 (no POST
+// route), skipped. The app counts each path's requests on the path's
+// listener by route, nginx's log each path's; the report gives the
+// traffic's answer and its route table, with the log's counts.
+//
+// The log is written without pauses (a few seconds) and replayed at RATE in
+// its order (TRAFFIC_SPEED=rate): each stream lasts its 200 requests times
+// the 6 paths of the longer stream over replayRate, whatever the log's own
+// times, above the 10 blocks of 1 s an answer needs.
+func replayMinimal(t *testing.T, prom, testid string) {
+	if got := strings.TrimSpace(run(t, "docker", "inspect", "-f", "{{.Config.Image}}", inspectService(t, "app").ID)); got != forgedImage {
+		t.Fatalf("app runs %s, want the minimal app (%s)", got, forgedImage)
+	}
+	before := minimalRoutes(t, prom)
+	dir := replayLog(t, "0")
+	// The minimal app's routes (its mux's patterns) and the log's 200s of each.
+	logged := map[string]float64{"/ping": replayRounds, "/sleep/{ms}": replayRounds, "/bytes/{n}": 3 * replayRounds}
+	// The mixed run's, on the app's TCP listener (nginx's proxy_pass http://app:8080).
+	byListener := map[string]float64{"tcp": 1}
+	before = minimalCounted(t, prom, before, logged, byListener)
+	nginxBefore := nginxLogged(t, prom)
+	step(t, "make load TRAFFIC= (JSON, as logged) on the minimal app, every path", func() {
+		mk(t, "load", "TESTID="+testid, "TRAFFIC="+filepath.Join(dir, "access.jsonl"), "TRAFFIC_SEND=logged",
+			"TRAFFIC_SPEED=rate", "RATE="+replayRate, "WARMUP=0", "IDLE=0", "PATHS="+allPaths())
+	})
+	checkReplayed(t, testid, "logged", len(paths))
+	byListener = map[string]float64{}
+	for _, p := range paths {
+		byListener[p.listener]++
+	}
+	minimalCounted(t, prom, before, logged, byListener)
+	waitFor(t, "nginx's log's count of each path", time.Minute, func() error {
+		now := nginxLogged(t, prom)
+		for _, p := range paths {
+			if got := now[p.path] - nginxBefore[p.path]; got != replayRounds*replayGets {
+				return fmt.Errorf("/%s/: nginx logged %v answers with 200, want the log's %d GETs", p.path, got, replayRounds*replayGets)
+			}
+		}
+		return nil
+	})
+	step(t, "make report", func() { mk(t, "report", "RUN="+testid) })
+	checkTrafficReport(t, testid, map[string]int{"/bytes/{id}": 3 * replayRounds, "/ping": replayRounds, "/sleep/{id}": replayRounds})
+	noSecrets(t, prom, testid)
+}
+
+// minimalRoutes: the minimal app's 200s by "listener/route".
+func minimalRoutes(t *testing.T, prom string) map[string]float64 {
+	t.Helper()
+	return vectorBy(t, prom, `sum by (listener, route) (app_http_requests_total{job="app", code="200"})`, "listener", "route")
+}
+
+// minimalCounted: once the minimal app's 200s by listener and route have
+// grown from before by each route's count of the log times the listener's
+// paths (byListener), the counts.
+func minimalCounted(t *testing.T, prom string, before, logged, byListener map[string]float64) map[string]float64 {
+	t.Helper()
+	var now map[string]float64
+	waitFor(t, "the minimal app's counts by listener and route", time.Minute, func() error {
+		now = minimalRoutes(t, prom)
+		for l, n := range byListener {
+			for route, w := range logged {
+				if got := now[l+"/"+route] - before[l+"/"+route]; got != w*n {
+					return fmt.Errorf("listener %s, route %s: the minimal app answered %v requests with 200, want %v", l, route, got, w*n)
+				}
+			}
+		}
+		return nil
+	})
+	return now
+}
+
+// nginxLogged: nginx's 200s by path (its access log, through nginx-log-exporter).
+func nginxLogged(t *testing.T, prom string) map[string]float64 {
+	return vector(t, prom, `sum by (path) (nginx_location_requests_total{job="nginx-log", status="200"})`, "path")
+}
+
+// checkTrafficReport: the report of a replay sent as logged names the POSTs
+// it skipped, gives the traffic's answer (a verdict for each of its
+// comparisons) and its route table: each route's logged count and its median
+// on every path.
+func checkTrafficReport(t *testing.T, testid string, routes map[string]int) {
+	t.Helper()
+	var rep struct {
+		Workloads map[string]struct {
+			AnswerParts struct {
+				Rows []struct{ Verdict string } `json:"rows"`
+			} `json:"answer_parts"`
+			Traffic *struct {
+				Replay struct {
+					Send    string         `json:"send"`
+					Cycles  int            `json:"cycles"`
+					Skipped map[string]int `json:"skipped"`
+				} `json:"replay"`
+				Comparisons []struct {
+					Key string
+					P50 struct{ Verdict, Cell string } `json:"p50"`
+				} `json:"comparisons"`
+				Routes []struct {
+					Route    string
+					Requests int
+					MedianMs map[string]*float64 `json:"median_ms"`
+				} `json:"routes"`
+			} `json:"traffic"`
+		} `json:"workloads"`
+	}
+	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", testid, "report.json"))), &rep); err != nil {
+		t.Fatal(err)
+	}
+	md := mustRead(t, lab.Path(t, "results", testid, "report.md"))
+	wl, ok := rep.Workloads["traffic"]
+	if !ok || wl.Traffic == nil {
+		t.Fatalf("%s: report.json has no traffic section:\n%s", testid, lastLines(md, 40))
+	}
+	tr := wl.Traffic
+	if tr.Replay.Send != "logged" || tr.Replay.Cycles != replayRounds*replayGets || len(tr.Replay.Skipped) != 1 ||
+		tr.Replay.Skipped["POST"] != replayRounds {
+		t.Errorf("%s: the report's replay %+v, want logged, %d GETs, POST %d skipped", testid, tr.Replay,
+			replayRounds*replayGets, replayRounds)
+	}
+	for _, want := range []string{"## The answer", "**`traffic`**", "## Your traffic", "sent to your app as logged",
+		fmt.Sprintf("not replayed: POST %d", replayRounds)} {
+		if !strings.Contains(md, want) {
+			t.Errorf("%s: report.md has no %q:\n%s", testid, want, lastLines(md, 40))
+		}
+	}
+	judged := 0
+	for _, r := range wl.AnswerParts.Rows {
+		if r.Verdict != "none" {
+			judged++
+		}
+	}
+	if judged == 0 {
+		t.Errorf("%s: the answer judged none of its %d comparisons", testid, len(wl.AnswerParts.Rows))
+	}
+	if len(tr.Comparisons) == 0 {
+		t.Errorf("%s: the traffic's section compares no pair", testid)
+	}
+	for _, c := range tr.Comparisons {
+		if v := c.P50.Verdict; v != "differs" && v != "same" && v != "unsure" {
+			t.Errorf("%s: the traffic's median, %s: %s (%s), want a verdict", testid, c.Key, v, c.P50.Cell)
+		}
+	}
+	got := map[string]int{}
+	for _, r := range tr.Routes {
+		got[r.Route] = r.Requests
+		for _, p := range paths {
+			if m := r.MedianMs[p.path]; m == nil || *m <= 0 {
+				t.Errorf("%s: route %s: no median on %s", testid, r.Route, p.path)
+			}
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(routes) {
+		t.Errorf("%s: the route table's logged requests %v, want %v", testid, got, routes)
+	}
+	if _, section, ok := strings.Cut(md, "## Your traffic"); ok {
+		section, _, _ = strings.Cut(section, "\n## ")
+		t.Logf("%s: report.md's Your traffic:%s", testid, section)
+	}
 }
 
 // appCounted: once the app's 200s by route have grown from before by want
