@@ -127,21 +127,34 @@ def test_the_rows_words_are_the_checkers():
         assert words in src
 
 
-def test_on_compose_records_nginx_from_its_container_and_the_apps_image(tmp_path, monkeypatch):
+# `docker compose` as Compose.prepare calls it: its config (the services, then
+# compose.json) and nginx -V in the nginx container.
+FAKE_COMPOSE = """#!/bin/sh
+case "$*" in
+  *"config --services"*) echo app ;;
+  *"config --format json"*) echo '{"services": {"app": {"image": "img:1"}}}' ;;
+  "exec -T nginx nginx -V") printf 'nginx version: nginx/1.30.4\\nbuilt by gcc\\n' >&2 ;;
+  *) exit 1 ;;
+esac
+"""
+
+
+def test_a_compose_run_writes_machine_json_when_it_starts(tmp_path, monkeypatch):
+    """Compose.prepare (the real backend, compose played by FAKE_COMPOSE):
+    machine.json beside compose.json, nginx's version from its container, the
+    keep-alive row of make contract's run on compose.json's app image."""
+    import compose_backend
     monkeypatch.chdir(tmp_path)
     fake = tmp_path / "compose"
-    fake.write_text("#!/bin/sh\n[ \"$*\" = 'exec -T nginx nginx -V' ] && printf 'nginx version: nginx/1.30.4\\nbuilt by gcc\\n' >&2\n")
+    fake.write_text(FAKE_COMPOSE)
     fake.chmod(0o755)
     (tmp_path / "results").mkdir()
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "compose.json").write_text(json.dumps({"services": {"app": {"image": "img:1"}}}))
     contract(tmp_path / "results", "img:1", "x: tcp: still open after 10.00 s idle; unix: still open after 10.00 s idle")
-    got = machine.on_compose([str(fake)], dict(os.environ), tmp_path / "run")
+    compose_backend.Compose(str(fake), "t1", "rate", "openloop", {"PATH": os.environ["PATH"]}).prepare()
+    got = json.loads((tmp_path / "results" / "t1" / "machine.json").read_text())
     assert got["nginx"] == "nginx/1.30.4" and got["read_from"] == "the host"
     assert got["app_keepalive"] == {"measured": "tcp still open after 10.00 s idle; unix still open after 10.00 s idle",
                                     "image": "img:1"}
-    machine.write(tmp_path / "run", got)
-    assert json.loads((tmp_path / "run" / "machine.json").read_text()) == got
 
 
 class FakeCluster:
