@@ -12,7 +12,6 @@ import java.util.Set;
 import org.eclipse.jetty.server.HttpConnectionFactory;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
-import org.eclipse.jetty.server.handler.GracefulHandler;
 import org.eclipse.jetty.unixdomain.server.UnixDomainServerConnector;
 
 /**
@@ -54,7 +53,8 @@ public final class JettyLab {
         removeStale(s.socket());
         Server server = new Server();
         Routes routes = new Routes();
-        server.setHandler(new GracefulHandler(routes));
+        server.setHandler(routes);
+        // Jetty's is 0: its stop cuts the requests in flight.
         server.setStopTimeout(SHUTDOWN_MS);
 
         ServerConnector tcp = new ServerConnector(server, new HttpConnectionFactory());
@@ -82,11 +82,10 @@ public final class JettyLab {
                 s.host().isEmpty() ? "*" : s.host(), s.port(), s.socket(), s.mode());
 
         // SIGTERM (Docker's stop) or SIGINT runs this hook: both connectors
-        // stop accepting, the GracefulHandler waits for the requests in
-        // flight (SHUTDOWN_MS at most), idle kept connections close, and
-        // Jetty removes the socket file. The JVM would then exit 143 (128 +
+        // stop accepting, the requests in flight are answered (SHUTDOWN_MS
+        // at most), idle kept connections close, and Jetty removes the
+        // socket file. The JVM would then exit 143 (128 +
         // SIGTERM) whatever the hook did: halt() exits with the stop's code.
-        Thread main = Thread.currentThread();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             System.err.println("jetty stack: stopping: draining requests in flight");
             routes.draining.set(true);
@@ -99,8 +98,7 @@ public final class JettyLab {
             }
             Runtime.getRuntime().halt(code);
         }, "stop"));
-        server.join();
-        main.join(); // until the hook halts the JVM
+        server.join(); // returns as the hook stops the server; the hook ends the JVM
     }
 
     /**
