@@ -8,18 +8,19 @@ loadgen/load.js) reads it.
 First an idle phase (IDLE seconds, no requests, skipped when IDLE=0): the
 report measures the host's background there (its context switches per
 second) and subtracts it from each phase. Then for each workload (SCENARIO,
-in order): a warm-up phase per path (round 0, WARMUP seconds, skipped when
-WARMUP=0), then ROUNDS rounds of every path, one path at a time (DURATION
-seconds each), GAP_SECONDS apart. A phase is named
-`<workload>__<path>__r<round>`. Paths and workloads come from catalogue.json.
+in order): make load's interleaved streams (INTERLEAVE seconds, one per
+connection handling, plan_orders.streams: every path once in each cycle, in
+an order drawn from SEED and the cycle), each after WARMUP seconds of its
+own; then ROUNDS rounds of every path, one path at a time (DURATION seconds
+each, GAP_SECONDS apart; INTERLEAVE=0 and make max warm each path up first,
+round 0). A phase is named `<workload>__<path>__r<round>` (the stream's path
+is `mix`). Paths and workloads come from catalogue.json.
 
-The order of the paths changes from round to round (counterbalanced): the
-rows of a balanced Latin square (Williams), paths assigned to its symbols and
-rows taken in an order both drawn from SEED. Over len(PATHS) rounds every path
-runs once in each position and after each other path once, so drift within a
-round and the tail of one path (TIME_WAIT sockets, GC) fall on every path
-alike, the baseline included. SEED is recorded in the plan, so a run's order
-can be repeated.
+The rounds' order (plan_orders.paired_orders): each compared pair's two
+paths back to back, the pairs in an order drawn anew each round from SEED,
+which of a pair goes first alternating by round, so that drift falls on
+both alike and a comparison never spans more than its own two phases. SEED
+is recorded in the plan, so a run's order can be repeated.
 
 PRECISION (a percentage) asks for more rounds until every comparison of the
 answer is known to within it (loadgen/drive.py runs the batches, report/precision.py

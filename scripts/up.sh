@@ -2,7 +2,7 @@
 # make up, step by step: what make doctor says will run, the images, the lab
 # (the core services, then each watcher that can run), and the loopback
 # connection-tracking setting (APP_LO_NOTRACK). `scripts/up.sh notrack` applies
-# that setting alone, for a run that recreated the app (loadgen/run.sh): one
+# that setting alone, for a run that recreated the app (loadgen/lab_run.py): one
 # place for it; `scripts/up.sh app` the app's settings and image alone (make
 # contract). Runs on the host: bash 3.2 (macOS) is enough.
 # From make: COMPOSE; SERVICES, STACK and APP_IMAGE from your shell or make's
