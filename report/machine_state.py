@@ -35,7 +35,7 @@ def virtual_words(v, na):
     else:
         said = f"virtualisation {na}"
     dmi = " ".join(x for x in (v.get("dmi_vendor"), v.get("dmi_product")) if x)
-    return said + (f", DMI `{dmi}`" if dmi else "")
+    return said + (f", DMI `{dmi}`" if dmi else f", DMI {na}")
 
 
 def halt_words(h, na):

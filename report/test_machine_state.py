@@ -39,7 +39,7 @@ def test_each_field_is_said_as_read_and_what_a_pod_cannot_read_says_so():
                                                                          "why": "not measured (run make contract)"}}
     assert machine_state.line(bare) == (
         "Machine (read from the app pod's nginx container at the run's start): kernel 6.12.9; no hypervisor flag "
-        "(bare metal, or a hypervisor that hides it); cpuidle driver intel_idle, governor not readable from a pod; "
+        "(bare metal, or a hypervisor that hides it), DMI not readable from a pod; cpuidle driver intel_idle, governor not readable from a pod; "
         "halt-polling: haltpoll's guest_halt_poll_ns not readable from a pod, kvm.halt_poll_ns not readable from a "
         "pod; CPU not readable from a pod; nginx's version not readable from a pod; the app's idle keep-alive timeout: not "
         "measured (run make contract)")
