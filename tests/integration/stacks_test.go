@@ -871,6 +871,19 @@ func TestStacksStartOverStaleSocket(t *testing.T) {
 				}
 				return err
 			})
+			// Stopped once it answers there: a listener's socket can exist
+			// before its workers have started (granian's master binds it, and
+			// a worker still starting when the stop comes is killed, exit 1).
+			if sc.stack.Protocol == "http" {
+				c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+					DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+						return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+					}}}
+				waitFor(t, "the stack answering on the socket a crash left", func() error {
+					_, err := get(c, "http://app/ping")
+					return err
+				})
+			}
 			stopGracefully(t, app, sc.stop)
 			if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("socket %s left behind by a graceful stop after a start over a stale one: %v", socket, err)
