@@ -121,64 +121,62 @@ def on_signal(signum, _frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def main(argv=None):
+def arguments(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", help="only the mutations of this set")
     ap.add_argument("--only", nargs="+", default=[], help="only these ids (a prefix matches)")
     ap.add_argument("--list", action="store_true", help="list the mutations and stop")
     ap.add_argument("--timeout", type=int, default=900, help="seconds a test command may take (default 900)")
     ap.add_argument("--verbose", action="store_true", help="print a surviving mutation's test output")
-    args = ap.parse_args(argv)
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)
-    try:
-        ms = [m for m in load() if (not args.set or m["set"] == args.set)
-              and (not args.only or any(m["id"].startswith(o) for o in args.only))]
-        if not ms:
-            raise Refused("no mutation matches")
-        where = {m["id"]: locate(m)[1] for m in ms}
-        if args.list:
-            for m in ms:
-                print(f"{m['id']:32} {m['set']:9} {m['file']}:{where[m['id']]}  {m['old'].strip()!r} -> "
-                      f"{m['new'].strip()!r}\n{'':43}test: {m['command']}")
-            return 0
-        left = dirty(sorted({m["file"] for m in ms}))
-        if left:
-            raise Refused(f"changes git does not have in {', '.join(left)}: commit or stash them first (or, if a run "
-                          "was killed mid-mutation, git checkout -- them)")
-    except Refused as e:
-        print(f"mutate.py: {e}", file=sys.stderr)
-        return 2
+    return ap.parse_args(argv)
 
-    # Every test command passes on the tree as it is: else a mutation would look caught.
+
+def chosen(args):
+    """The mutations asked for, each file clean in git (else Refused)."""
+    ms = [m for m in load() if (not args.set or m["set"] == args.set)
+          and (not args.only or any(m["id"].startswith(o) for o in args.only))]
+    if not ms:
+        raise Refused("no mutation matches")
+    for m in ms:
+        locate(m)  # its text once in its file, else Refused
+    left = dirty(sorted({m["file"] for m in ms}))
+    if left and not args.list:
+        raise Refused(f"changes git does not have in {', '.join(left)}: commit or stash them first (or, if a run "
+                      "was killed mid-mutation, git checkout -- them)")
+    return ms
+
+
+def unmutated_pass(ms, timeout):
+    """Every test command passes on the tree as it is: else a mutation would look caught."""
     for command in dict.fromkeys(m["command"] for m in ms):
-        ok, secs, out = run(command, args.timeout)
+        ok, secs, out = run(command, timeout)
         print(f"unmutated: {'pass' if ok else 'FAIL'} ({secs:.0f} s): {command}", flush=True)
         if not ok:
             print(out[-4000:], file=sys.stderr)
             print("mutate.py: a test command fails without any mutation: fix that first", file=sys.stderr)
-            return 2
+            return False
+    return True
 
-    rows = []
-    for m in ms:
-        path = ROOT / m["file"]
-        original, line = locate(m)
-        mtime = path.stat().st_mtime_ns
-        digest = hashlib.sha256(original).digest()
-        try:
-            path.write_text(original.decode().replace(m["old"], m["new"], 1))
-            passed, secs, out = run(m["command"], args.timeout)
-        finally:
-            restore(path, original, mtime)
-        if hashlib.sha256(path.read_bytes()).digest() != digest:
-            print(f"mutate.py: {m['file']} did not come back as it was: git diff it", file=sys.stderr)
-            return 2
-        caught = not passed
-        by = ", ".join(failed_tests(out)) or ("(the command failed)" if caught else "")
-        rows.append((m, line, caught, secs, by))
-        print(f"{'caught  ' if caught else 'SURVIVED'} {m['id']:32} {m['file']}:{line} ({secs:.0f} s) {by}", flush=True)
-        if not caught and args.verbose:
-            print(out[-4000:])
+
+def apply(m, timeout):
+    """(caught, line, seconds, the output) of one mutation, its file restored
+    byte for byte (None for caught when it did not come back)."""
+    path = ROOT / m["file"]
+    original, line = locate(m)
+    mtime = path.stat().st_mtime_ns
+    digest = hashlib.sha256(original).digest()
+    try:
+        path.write_text(original.decode().replace(m["old"], m["new"], 1))
+        passed, secs, out = run(m["command"], timeout)
+    finally:
+        restore(path, original, mtime)
+    if hashlib.sha256(path.read_bytes()).digest() != digest:
+        return None, line, secs, out
+    return not passed, line, secs, out
+
+
+def summary(rows):
+    """Each set's share caught, and the survivors: the exit code."""
     print()
     for s in dict.fromkeys(m["set"] for m, *_ in rows):
         mine = [r for r in rows if r[0]["set"] == s]
@@ -188,6 +186,36 @@ def main(argv=None):
     if survived:
         print(f"survived: {', '.join(survived)}")
     return 1 if survived else 0
+
+
+def main(argv=None):
+    args = arguments(argv)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    try:
+        ms = chosen(args)
+    except Refused as e:
+        print(f"mutate.py: {e}", file=sys.stderr)
+        return 2
+    if args.list:
+        for m in ms:
+            print(f"{m['id']:32} {m['set']:9} {m['file']}:{locate(m)[1]}  {m['old'].strip()!r} -> "
+                  f"{m['new'].strip()!r}\n{'':43}test: {m['command']}")
+        return 0
+    if not unmutated_pass(ms, args.timeout):
+        return 2
+    rows = []
+    for m in ms:
+        caught, line, secs, out = apply(m, args.timeout)
+        if caught is None:
+            print(f"mutate.py: {m['file']} did not come back as it was: git diff it", file=sys.stderr)
+            return 2
+        by = ", ".join(failed_tests(out)) or ("(the command failed)" if caught else "")
+        rows.append((m, line, caught, secs, by))
+        print(f"{'caught  ' if caught else 'SURVIVED'} {m['id']:32} {m['file']}:{line} ({secs:.0f} s) {by}", flush=True)
+        if not caught and args.verbose:
+            print(out[-4000:])
+    return summary(rows)
 
 
 if __name__ == "__main__":
