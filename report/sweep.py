@@ -33,7 +33,7 @@ from report.interleaved import blocks as mix_blocks
 from report.lab import TERMS, stood_in_for
 from report.precision import merge
 from report.stats import ALPHA, CONFIDENCE, diff_stats, holm, ratio_stats, t_interval
-from report.warnings import MAX_GENERATOR_CPU_SHARE, MIN_RATE_SHARE, warning
+from report.warnings import MAX_GENERATOR_CPU_SHARE, MAX_LATE_SHARE, MIN_RATE_SHARE, late_reason, warning
 
 MAX_ERRORS = 0.01  # a step fails past this share of failed requests
 MIN_HELD = MIN_RATE_SHARE  # ... or below this share of its rate achieved, as make load's saturated warning
@@ -187,6 +187,7 @@ def step_outcome(phases, rate, server=None, generator_cpus=None, gen="k6"):
         figs = {k: interval([(server.get(p["name"]) or {}).get(k) for p in ps]) for k in SERVER}
         k6 = figs["generator_cpu_cores"]
         busy = generator_cpus and k6 and k6["mean"] >= MAX_GENERATOR_CPU_SHARE * generator_cpus
+        late = late_share(ps)
         out[path] = {
             "rate": rate, "connections": ps[0].get("connections"), "achieved": achieved, "error_share": failed / requests if requests else None,
             "dropped": sum(p.get("dropped_iterations") or 0 for p in ps), "statuses": statuses,
@@ -194,9 +195,19 @@ def step_outcome(phases, rate, server=None, generator_cpus=None, gen="k6"):
             "pooled_p99": pooled_quantile(ps),
             **figs,
             "failed": why, "borderline": near,
-            "generator": f"{gen} used {k6['mean']:.2f} of its {generator_cpus:g} CPUs" if busy else None,
+            "late_share": late,
+            "generator": (f"{gen} used {k6['mean']:.2f} of its {generator_cpus:g} CPUs" if busy
+                          else f"{gen}: {late_reason(late)}" if late_reason(late) else None),
         }
     return out
+
+
+def late_share(phases):
+    """The largest share of a path's requests its generator sent over 1 ms
+    behind their due time in any round of a step (openloop's late_rate), or
+    None where a phase does not say (k6, wrk)."""
+    shares = [p.get("late_rate") for p in phases]
+    return max(shares) if shares and None not in shares else None
 
 
 def steps(load, server=None, generator_cpus=None):
@@ -358,11 +369,13 @@ def past_limit(pair, outcome, stream):
 def all_short(by_step, load_workload=None, gen="k6"):
     """The steps where every path (two or more) fell short of the rate with no
     errors: the generator's own ceiling on its core is as likely as theirs,
-    and without its CPU (cAdvisor) nothing tells them apart."""
+    and without its CPU (cAdvisor) or its own lateness (openloop: every
+    request sent on time) nothing tells them apart."""
     out = []
     for step, outcome in by_step.items():
         os_ = [o for o in outcome.values() if not o["generator"]]
-        if len(os_) > 1 and all(o["failed"] and (o["error_share"] or 0) <= MAX_ERRORS for o in os_):
+        on_time = all(o["late_share"] is not None and o["late_share"] <= MAX_LATE_SHARE for o in os_)
+        if len(os_) > 1 and not on_time and all(o["failed"] and (o["error_share"] or 0) <= MAX_ERRORS for o in os_):
             out.append(warning(
                 "all_short", f"at {level(os_[0])} every path fell short of the rate at once, none with errors: "
                 f"{gen}'s own ceiling on its core is as likely as the paths' (with cAdvisor up, {gen}'s CPU tells)",

@@ -72,6 +72,23 @@ def test_every_path_short_at_once_without_errors_is_said_to_be_possibly_k6s():
     assert sweep.build(load(ph))["warnings"] == []
 
 
+@pytest.mark.parametrize("late, warned, generator", [
+    (0.004, False, None),  # openloop kept its schedule: the shortfall is the paths'
+    (0.05, False, None),  # at the bound: still on time
+    (0.08, False, "openloop: 8.0% of requests sent over 1 ms late (> 5%)"),  # its own limit, said per path
+    (None, True, None),  # a generator that does not say (k6, wrk): either may be the limit
+])
+def test_a_generator_that_says_it_sent_on_time_clears_a_shortfall(late, warned, generator):
+    ph = [dict(phase(p, 1, 100, r, rps=80), late_rate=late if r == 2 else (late and late / 2))
+          for p in ("tcp-lo", "uds-lo") for r in (1, 2)]
+    got = load(ph)
+    got["settings"]["generator"] = "openloop"
+    rep = sweep.build(got)
+    assert [w["kind"] for w in rep["warnings"]] == (["all_short"] if warned else [])
+    assert [rep["steps"]["1"][p]["generator"] for p in ("tcp-lo", "uds-lo")] == [generator] * 2
+    assert rep["steps"]["1"]["uds-lo"]["late_share"] == late  # the worse round's
+
+
 def test_check_merges_each_step_into_load_json(tmp_path):
     run = tmp_path / "sw"
     run.mkdir()
