@@ -29,7 +29,7 @@ func background(t *testing.T, limit time.Duration, args ...string) func() (strin
 	cmd.Dir = lab.Root(t)
 	var out lockedBuilder
 	cmd.Stdout, cmd.Stderr = &out, &out
-	// Stopped as a group: make, run.sh and the compose client it runs.
+	// Stopped as a group: make, lab_run.py and the compose client it runs.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	if err := cmd.Start(); err != nil {
