@@ -44,7 +44,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- if not (.Files.Glob "files/grafana/dashboards/*.json") -}}
 {{- fail "files/grafana/dashboards holds no dashboard: the chart reads grafana/dashboards through the link k8s/uds-lab/files/grafana/dashboards, which this checkout holds as a file (git's core.symlinks is false?)" -}}
 {{- end -}}
-{{- range list "files/nginx/healthcheck.sh" "files/loadgen/plan.py" "files/grafana/datasource.yaml" -}}
+{{- $linked := list "files/nginx/healthcheck.sh" "files/grafana/datasource.yaml" -}}
+{{- range $path, $_ := .Files.Glob "files/loadgen/*.py" -}}
+{{- $linked = append $linked $path -}}
+{{- end -}}
+{{- range $linked -}}
 {{- if not (contains "\n" ($.Files.Get .)) -}}
 {{- fail (printf "%s is not the lab's file but %q: the chart reads it through a link, which this checkout holds as a file (git's core.symlinks is false?)" . ($.Files.Get .)) -}}
 {{- end -}}
