@@ -246,7 +246,8 @@ class Kubernetes:
         code (1: a pod failed, as openloop fails a run)."""
         if self.job_made:  # a Job's template cannot change: the last batch's goes first
             self.helm_upgrade("--set", "load.enabled=false", wait=True)
-        self.helm_upgrade(*self.job_sets(settings), *(self.replay.make() if self.replay else []))
+        replay = self.replay.make() if self.replay else []  # before the start instant is set
+        self.helm_upgrade(*self.job_sets(settings), *replay)
         self.job_made = True
         if self.replay:
             self.replay.own(self.job)

@@ -24,6 +24,7 @@ import gzip
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -161,7 +162,9 @@ class Replay:
             raise Stop(res.stderr.strip() or f"k8s: TRAFFIC: loadgen/plan.py exited {res.returncode}", 2)
         self.parts = split(plan_name, (self.run_dir / plan_name).read_text(),
                            (self.run_dir / REPLAY_FILE).read_bytes())
-        return json.loads((self.run_dir / plan_name).read_text())
+        doc = json.loads((self.run_dir / plan_name).read_text())
+        print(f"[k8s] {doc['describe']}; the schedule in {len(self.parts)} ConfigMap(s)", file=sys.stderr, flush=True)
+        return doc
 
     def make(self):
         """The run's ConfigMaps on the cluster; helm's --set for the Job that mounts them."""
