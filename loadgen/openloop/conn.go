@@ -102,10 +102,26 @@ func (p *pool) newConn() *conn {
 	return c
 }
 
-func (p *pool) put(c *conn) {
+// put: c idle again; whether the pool has ended.
+func (p *pool) put(c *conn) bool {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.idle = append(p.idle, c)
-	p.mu.Unlock()
+	return p.ended
+}
+
+// drop: c taken out of the idle ones; false where it is not there (the
+// pacer took it).
+func (p *pool) drop(c *conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, x := range p.idle {
+		if x == c {
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // open dials n connections now (before the run), in parallel; those that
@@ -146,6 +162,13 @@ func (p *pool) end() {
 	for _, c := range p.all {
 		close(c.jobs)
 	}
+	for _, c := range p.idle { // waiting on their sockets (next): woken
+		c.mu.Lock()
+		if c.nc != nil {
+			c.nc.SetReadDeadline(time.Now())
+		}
+		c.mu.Unlock()
+	}
 }
 
 // abort: every request in flight given up at once (the run interrupted).
@@ -177,10 +200,40 @@ type conn struct {
 func (c *conn) loop() {
 	defer c.p.s.conns.Done()
 	defer c.close()
-	for j := range c.jobs {
+	ended := false
+	for {
+		j, ok := c.next(ended)
+		if !ok {
+			return
+		}
 		c.do(j)
-		c.p.put(c)
+		ended = c.p.put(c)
 	}
+}
+
+// next: the next request handed to c (false: the pool ended; ended: it had
+// when c last went back to the idle ones). On an open
+// connection c waits on the socket first, for the answer to the request
+// the pacer will write there: the pacer hands it over without waking c,
+// which wakes once a request, when its answer comes (a goroutine woken by
+// the hand-over, only to find no answer yet and wait again, was a second
+// wake-up a request in the pacer's run queue). Where the socket fails while
+// c is idle (the server closed it, its deadline passed, or the run ended),
+// c is closed and goes back to the idle ones, to dial for its next request,
+// unless the pacer has taken it meanwhile: then its request finds the
+// socket's failure (do, retry).
+func (c *conn) next(ended bool) (job, bool) {
+	c.mu.Lock()
+	open := c.nc != nil
+	c.mu.Unlock()
+	if open && !ended {
+		if _, err := c.br.Peek(1); err != nil && c.p.drop(c) {
+			c.close()
+			c.p.put(c)
+		}
+	}
+	j, ok := <-c.jobs
+	return j, ok
 }
 
 // dial: a new connection, counted.
@@ -261,6 +314,7 @@ func (c *conn) do(j job) {
 	if err != nil || c.resp.ConnectionClose() {
 		c.close()
 	}
+	c.resp.Reset() // its body back to fasthttp's pool: an idle connection holds none
 	j.rec.add(j.path, j.block, o, times{sent: done.Sub(written), due: done.Sub(j.due), queue: written.Sub(j.due),
 		first: first.Sub(written)})
 	j.rec.addRoute(j.route, j.path, j.block, o, done.Sub(written))
