@@ -155,7 +155,9 @@ func replayMinimal(t *testing.T, prom, testid string) {
 		return nil
 	})
 	step(t, "make report", func() { mk(t, "report", "RUN="+testid) })
-	checkTrafficReport(t, testid, map[string]int{"/bytes/{id}": 3 * replayRounds, "/ping": replayRounds, "/sleep/{id}": replayRounds})
+	// The log's sleep/3: the minimal app answers after 3 ms, so that route's median is 3 ms or more on every path.
+	checkTrafficReport(t, testid, map[string]int{"/bytes/{id}": 3 * replayRounds, "/ping": replayRounds, "/sleep/{id}": replayRounds},
+		map[string]float64{"/sleep/{id}": 3})
 	noSecrets(t, prom, testid)
 }
 
@@ -193,8 +195,8 @@ func nginxLogged(t *testing.T, prom string) map[string]float64 {
 // checkTrafficReport: the report of a replay sent as logged names the POSTs
 // it skipped, gives the traffic's answer (a verdict for each of its
 // comparisons) and its route table: each route's logged count and its median
-// on every path.
-func checkTrafficReport(t *testing.T, testid string, routes map[string]int) {
+// on every path, at least minMs where given.
+func checkTrafficReport(t *testing.T, testid string, routes map[string]int, minMs map[string]float64) {
 	t.Helper()
 	var rep struct {
 		Workloads map[string]struct {
@@ -260,8 +262,8 @@ func checkTrafficReport(t *testing.T, testid string, routes map[string]int) {
 	for _, r := range tr.Routes {
 		got[r.Route] = r.Requests
 		for _, p := range paths {
-			if m := r.MedianMs[p.path]; m == nil || *m <= 0 {
-				t.Errorf("%s: route %s: no median on %s", testid, r.Route, p.path)
+			if m := r.MedianMs[p.path]; m == nil || *m <= 0 || *m < minMs[r.Route] {
+				t.Errorf("%s: route %s: median %s on %s, want %g ms or more", testid, r.Route, ms(m), p.path, minMs[r.Route])
 			}
 		}
 	}
@@ -272,6 +274,14 @@ func checkTrafficReport(t *testing.T, testid string, routes map[string]int) {
 		section, _, _ = strings.Cut(section, "\n## ")
 		t.Logf("%s: report.md's Your traffic:%s", testid, section)
 	}
+}
+
+// ms: a median in words ("none" where there is none).
+func ms(m *float64) string {
+	if m == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%.3f ms", *m)
 }
 
 // appCounted: once the app's 200s by route have grown from before by want
