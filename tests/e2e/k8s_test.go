@@ -56,6 +56,7 @@ func TestKubernetes(t *testing.T) {
 		{"images into the node's containerd", k.importImages, true},
 		{"make k8s-up in a namespace that enforces restricted", k.install, true},
 		{"make k8s-load K8S_PODS=2", k.load, true},
+		{"make k8s-load TRAFFIC=<a log> K8S_PODS=2, emulated on the lab's app", k.replay, false},
 		{"every pod ran under restricted", k.restricted, false},
 		{"make k8s-report", k.report, false},
 		{"make k8s-load K8S_PODS=2 with PRECISION", k.precision, false},
@@ -273,6 +274,86 @@ func (k *k8sNode) load(t *testing.T) {
 			t.Errorf("cluster.json: the %s pods' nodes %v, want [uds-lab-node]", c, n)
 		}
 	}
+}
+
+// replay: a log written here (300 GETs of sizes and upstream times that
+// vary, 10 POSTs, over 16 s) replayed on the lab's app by two pods, the
+// schedule carried in the run's ConfigMaps (loadgen/k8s_replay.py): each
+// path sent each GET once, none failed, the pods started together, the app
+// answered its replay route 300 x 2 paths more times, and neither the
+// ConfigMaps nor the schedule's file outlived the run.
+func (k *k8sNode) replay(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 310; i++ {
+		method := "GET"
+		if i%31 == 30 {
+			method = "POST"
+		}
+		fmt.Fprintf(&b, `{"msec":"%.3f","request":"%s /items/%d HTTP/1.1","status":"200","body_bytes_sent":"%d",`+
+			`"request_time":"0.003","upstream_response_time":"0.00%d"}`+"\n", 1700000000+float64(i)*0.05, method, i%9, 500*(i%4), i%3)
+	}
+	log := filepath.Join(k.dir, "access.jsonl")
+	if err := os.WriteFile(log, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := k.appReplayed(t)
+	id := k.testid + "-replay"
+	k.must(t, k.with("K8S_PODS=2", "TESTID="+id, "TRAFFIC="+log,
+		"K8S_SET=load.warmup=0 load.idle=0 load.paths={tcp-lo,uds-lo}"), "make", "k8s-load")
+	load := readK8sLoad(t, id)
+	twoPods(t, load)
+	var l struct {
+		Phases []struct {
+			Round  int `json:"round"`
+			ByPath map[string]struct {
+				Requests   float64 `json:"requests"`
+				FailedRate float64 `json:"failed_rate"`
+			} `json:"by_path"`
+		} `json:"phases"`
+	}
+	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", id, "load.json"))), &l); err != nil {
+		t.Fatal(err)
+	}
+	paths := 0
+	for _, p := range l.Phases {
+		for path, v := range p.ByPath {
+			paths++
+			if v.Requests != 300 || v.FailedRate != 0 {
+				t.Errorf("%s sent %v requests (%.2f%% failed), want each of the log's 300 GETs once, none failed", path, v.Requests, 100*v.FailedRate)
+			}
+		}
+	}
+	if paths != 2 {
+		t.Errorf("%d paths replayed, want 2 (tcp-lo, uds-lo)", paths)
+	}
+	if got := k.appReplayed(t) - before; got != 600 {
+		t.Errorf("the app answered its replay route %v more times with 200, want 300 GETs x 2 paths", got)
+	}
+	if cms := k.must(t, nil, "kubectl", "get", "configmaps", "-n", k8sNamespace, "-l", "uds-lab/run="+id, "-o", "name"); strings.TrimSpace(cms) != "" {
+		t.Errorf("the run's ConfigMaps outlived it: %s", cms)
+	}
+	if _, err := os.Stat(lab.Path(t, "results", id, "replay.tsv")); !os.IsNotExist(err) {
+		t.Errorf("the replay's schedule is left in results/%s (%v)", id, err)
+	}
+}
+
+// appReplayed: the app's 200s on its replay route (GET /replay/:bytes/:us), from its /metrics.
+func (k *k8sNode) appReplayed(t *testing.T) float64 {
+	t.Helper()
+	out := k.must(t, nil, "kubectl", "exec", "-n", k8sNamespace, "deploy/lab-app", "-c", "nginx", "--",
+		"curl", "-sf", "-m", "10", "http://127.0.0.1:8080/metrics")
+	n := 0.0
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "app_http_requests_total{") && strings.Contains(line, `code="200"`) &&
+			strings.Contains(line, `route="/replay/:bytes/:us"`) {
+			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err != nil {
+				t.Fatalf("the app's /metrics: %q: %v", line, err)
+			}
+			n += v
+		}
+	}
+	return n
 }
 
 func (k *k8sNode) restricted(t *testing.T) {
