@@ -77,15 +77,20 @@ public final class JettyLab {
             throw new IOException("cannot listen on APP_TCP_ADDR=\"" + s.host() + ":" + s.port()
                     + "\" and APP_UNIX_SOCKET=\"" + s.socket() + "\": " + e.getMessage(), e);
         }
-        setModeAndGroup(s);
+        try {
+            setModeAndGroup(s);
+        } catch (IOException e) {
+            server.stop(); // the socket file goes with it
+            throw e;
+        }
         System.err.printf("jetty stack: listening on %s:%d and %s (mode %o)%n",
                 s.host().isEmpty() ? "*" : s.host(), s.port(), s.socket(), s.mode());
 
         // SIGTERM (Docker's stop) or SIGINT runs this hook: both connectors
         // stop accepting, the requests in flight are answered (SHUTDOWN_MS
         // at most), idle kept connections close, and Jetty removes the
-        // socket file. The JVM would then exit 143 (128 +
-        // SIGTERM) whatever the hook did: halt() exits with the stop's code.
+        // socket file. The JVM would then exit 143 (128 + SIGTERM) whatever
+        // the hook did: halt() exits with the stop's code.
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             System.err.println("jetty stack: stopping: draining requests in flight");
             routes.draining.set(true);
@@ -149,7 +154,11 @@ public final class JettyLab {
         }
         Files.setPosixFilePermissions(s.socket(), perms);
         if (s.gid() != null) {
-            Files.setAttribute(s.socket(), "unix:gid", s.gid(), LinkOption.NOFOLLOW_LINKS);
+            try {
+                Files.setAttribute(s.socket(), "unix:gid", s.gid(), LinkOption.NOFOLLOW_LINKS);
+            } catch (IOException e) {
+                throw new IOException("APP_SOCKET_GID=\"" + s.gid() + "\": cannot give the socket that group: " + e, e);
+            }
         }
     }
 }
