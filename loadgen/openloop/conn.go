@@ -218,19 +218,30 @@ func (c *conn) loop() {
 // which wakes once a request, when its answer comes (a goroutine woken by
 // the hand-over, only to find no answer yet and wait again, was a second
 // wake-up a request in the pacer's run queue). Where the socket fails while
-// c is idle (the server closed it, its deadline passed, or the run ended),
-// c is closed and goes back to the idle ones, to dial for its next request,
-// unless the pacer has taken it meanwhile: then its request finds the
-// socket's failure (do, retry).
+// c is idle (the server closed it, or the run was interrupted), c is closed
+// and goes back to the idle ones, to dial for its next request, unless the
+// pacer has taken it meanwhile: then its request finds the socket's failure
+// (do, retry).
 func (c *conn) next(ended bool) (job, bool) {
 	c.mu.Lock()
 	open := c.nc != nil
 	c.mu.Unlock()
-	if open && !ended {
-		if _, err := c.br.Peek(1); err != nil && c.p.drop(c) {
-			c.close()
-			c.p.put(c)
+	for open && !ended {
+		_, err := c.br.Peek(1)
+		if err == nil || !c.p.drop(c) {
+			break
 		}
+		var to interface{ Timeout() bool }
+		if errors.As(err, &to) && to.Timeout() && c.p.s.ctx.Err() == nil {
+			// Idle past its last request's deadline (or woken by the
+			// pool's end): still open, so it waits again without one.
+			c.nc.SetReadDeadline(time.Time{})
+			ended = c.p.put(c)
+			continue
+		}
+		c.close()
+		c.p.put(c)
+		break
 	}
 	j, ok := <-c.jobs
 	return j, ok

@@ -137,3 +137,20 @@ func TestTheQueueIsTheGeneratorsOwnWait(t *testing.T) {
 		t.Errorf("the first byte %.3f ms after the write (median), want the server's 2 ms, at most the last byte's %.3f", first["p50"], sent["p50"])
 	}
 }
+
+// A connection idle longer than OPENLOOP_TIMEOUT (100 ms; requests 250 ms
+// apart) against a server that keeps idle connections: it is kept, not
+// closed and dialed again: the server sees the connections opened before
+// the run only, and none is dialed during it.
+func TestAnIdleConnectionOutlivesItsLastDeadline(t *testing.T) {
+	srv, conns := connServer(t, 0, false, 0)
+	doc, err := runPlan(t, knownPlan(t, 4, alone("tcp", srv.URL+"/tcp/ping", 1)),
+		map[string]string{"OPENLOOP_TIMEOUT": "100ms", "OPENLOOP_SENDERS": "1"})
+	ph := doc["phases"].([]any)[0].(map[string]any)
+	if err != nil || num(ph["requests"]) != 4 || num(ph["failed_rate"]) != 0 {
+		t.Fatalf("%v, %v requests, failed %v; want 4, none failed", err, ph["requests"], ph["failed_rate"])
+	}
+	if n := conns.Load(); n != 2 || num(ph["connections_opened"]) != 0 {
+		t.Errorf("the server accepted %d connections, %v dialed during the run; want the 2 opened before it, none during", n, ph["connections_opened"])
+	}
+}
