@@ -104,6 +104,9 @@ def replayed(env, s, catalogue, run_dir):
                            f"BLOCK={s['block']} s an interval needs: a longer stretch (TRAFFIC_FOR), a slower "
                            "TRAFFIC_SPEED, or TRAFFIC_SPEED=rate with a lower RATE")
     s["interleave"] = blocks * s["block"]
+    # Each stream replays every cycle once on each of its paths, one stream after the other.
+    sizes = [len(paths) for _, paths in streams(s)]
+    r.update(paths=sum(sizes), requests=r["cycles"] * sum(sizes), streams=sizes)
     s["traffic"] = r
 
 

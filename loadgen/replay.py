@@ -184,8 +184,11 @@ def describe(r):
     when = ("at RATE in the log's order" if speed == "rate"
             else "at the log's own times" + ("" if speed == 1 else f" / {speed:g} (TRAFFIC_SPEED)"))
     skipped = sum(r["skipped"].values())
-    out = (f"your traffic: {r['cycles']} logged requests ({r['distinct_routes']} routes) x {r['paths']} paths = "
-           f"{r['requests']} requests over {math.ceil(r['duration_s'])} s {when} (peak {r['peak_rate']:.0f} req/s), {how}")
+    sizes = r.get("streams") or [r["paths"]]
+    each = f" (streams of {' then '.join(map(str, sizes))})" if len(sizes) > 1 else ""
+    out = (f"your traffic: {r['cycles']} logged requests ({r['distinct_routes']} routes) x {r['paths']} paths{each} = "
+           f"{r['requests']} requests over {math.ceil(r['duration_s'])} s{' a stream' if each else ''} {when} "
+           f"(peak {r['peak_rate']:.0f} req/s), {how}")
     if skipped:
         out += f"; {skipped} not replayed (" + ", ".join(f"{m} {c}" for m, c in r["skipped"].items()) + ")"
     if r.get("capped"):

@@ -128,6 +128,10 @@ def test_plan_replays_in_each_stream(tmp_path):
         assert p["traffic"] == runplan.REPLAY_FILE and p["duration_s"] == 11 and p["endpoint"] == "/replay/:bytes/:us"
         assert all(u.endswith("/" + q) for q, u in p["urls"].items())  # the schedule's target follows
     assert "8 logged requests (6 routes)" in doc["describe"] and "3 not replayed" in doc["describe"]
+    # Every cycle once on each path of each stream: 8 x (4 pooled + 4 new), the streams one after the other.
+    sizes = [len(paths) for _, paths in runplan.streams(s)]
+    assert sizes == [4, 4] and s["traffic"]["requests"] == 64 and s["traffic"]["paths"] == 8
+    assert "x 8 paths (streams of 4 then 4) = 64 requests over 11 s a stream" in doc["describe"]
 
 
 def test_plan_refuses_what_it_cannot_replay(tmp_path):
