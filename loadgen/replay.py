@@ -95,21 +95,34 @@ class Targets:
         return self.paths[i] if self.send == "logged" else f"/replay/{self.body[i]}/{self.us[i]}"
 
 
+def not_replayed(req, send):
+    """Why a logged request is left out, or None: a method other than GET and
+    HEAD changes state; sent as logged, a request the log says failed (a
+    status outside 200-399) would fail again and be counted as the path's
+    failure (the emulation answers it with its bytes and time)."""
+    if not traffic.replayable(req):
+        return req.method or "(no request line)"
+    if send == "logged" and not 200 <= req.status < 400:
+        return f"{req.method} logged {req.status // 100}xx"
+    return None
+
+
 def collect(files, settings, send):
     """One pass over the log: the replayable requests' arrivals, methods,
     route ids and targets, with the counts the plan says."""
-    tallies, methods, route_ids = [], Counter(), {}
+    tallies, skipped, route_ids = [], Counter(), {}
     arrivals, heads, rids, targets = array("d"), bytearray(), array("l"), Targets(send)
     counts = Counter()
     for req in traffic.read(files, settings, tallies):
-        methods[req.method] += 1
-        if not traffic.replayable(req):
+        why = not_replayed(req, send)
+        if why:
+            skipped[why] += 1
             continue
         arrivals.append(req.time - (req.request_time or 0.0))
         heads.append(req.method == "HEAD")
         rids.append(route_ids.setdefault(traffic.route(req.path), len(route_ids)))
         targets.add(req, counts)
-    return tallies, methods, route_ids, arrivals, heads, rids, targets, counts
+    return tallies, skipped, route_ids, arrivals, heads, rids, targets, counts
 
 
 def due_times(arrivals, order, resolution, speed, rate, n_paths):
@@ -133,7 +146,7 @@ def due_times(arrivals, order, resolution, speed, rate, n_paths):
 def replay(files, settings, send, speed, rate, n_paths, out_path):
     """Write the schedule file; the summary the plan keeps (counts, routes,
     seconds: nothing of a line but its folded route)."""
-    tallies, methods, route_ids, arrivals, heads, rids, targets, counts = collect(files, settings, send)
+    tallies, skipped, route_ids, arrivals, heads, rids, targets, counts = collect(files, settings, send)
     cycles = len(arrivals)
     if not cycles:
         raise traffic.TrafficError(f"{', '.join(map(str, files))}: no GET or HEAD request in the selection: "
@@ -164,7 +177,7 @@ def replay(files, settings, send, speed, rate, n_paths, out_path):
         "distinct_routes": len(by_route),
         "log_lines": sum(t.lines for t in tallies), "unparsable": sum(t.bad_count for t in tallies),
         "first_unparsable_lines": [n for t in tallies for n, _ in t.bad],
-        "skipped": {m or "(no request line)": c for m, c in methods.most_common() if m not in traffic.REPLAYABLE},
+        "skipped": dict(skipped.most_common()),
         "time_resolution_s": resolution,
         **({"capped": counts["capped"], "no_upstream_time": counts["no_upstream_time"]} if send == "emulate" else {}),
     }
