@@ -303,13 +303,7 @@ func (k *k8sNode) replay(t *testing.T) {
 	load := readK8sLoad(t, id)
 	twoPods(t, load)
 	var l struct {
-		Phases []struct {
-			Round  int `json:"round"`
-			ByPath map[string]struct {
-				Requests   float64 `json:"requests"`
-				FailedRate float64 `json:"failed_rate"`
-			} `json:"by_path"`
-		} `json:"phases"`
+		Phases pathPhases `json:"phases"`
 	}
 	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", id, "load.json"))), &l); err != nil {
 		t.Fatal(err)

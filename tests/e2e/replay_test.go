@@ -314,13 +314,7 @@ func checkReplayed(t *testing.T, testid, send string, n int) {
 				Routes  []string       `json:"routes"`
 			} `json:"traffic"`
 		} `json:"settings"`
-		Phases []struct {
-			Round  int `json:"round"`
-			ByPath map[string]struct {
-				Requests   float64 `json:"requests"`
-				FailedRate float64 `json:"failed_rate"`
-			} `json:"by_path"`
-		} `json:"phases"`
+		Phases pathPhases `json:"phases"`
 	}
 	if err := json.Unmarshal([]byte(mustRead(t, lab.Path(t, "results", testid, "load.json"))), &l); err != nil {
 		t.Fatal(err)
@@ -401,4 +395,14 @@ func promList(t *testing.T, prom, endpoint string) []string {
 		t.Fatalf("GET /api/v1/%s: %v (status %q)", endpoint, err, r.Status)
 	}
 	return r.Data
+}
+
+// pathPhases: load.json's phases as a replay's checks read them, each
+// path's requests and failed share.
+type pathPhases []struct {
+	Round  int `json:"round"`
+	ByPath map[string]struct {
+		Requests   float64 `json:"requests"`
+		FailedRate float64 `json:"failed_rate"`
+	} `json:"by_path"`
 }
