@@ -5,7 +5,9 @@ package main
 // how long a request waited in the generator.
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -82,6 +84,47 @@ func TestAConnectionTheServerClosedIsDialedAgain(t *testing.T) {
 			t.Errorf("%s: the server accepted %d connections, load.json says %v dialed during the run (+2 before); want one a request",
 				c.name, n, ph["connections_opened"])
 		}
+	}
+}
+
+// A server that answers each connection's first request and closes it as
+// the second arrives, nothing answered: the race nginx loses when it closes
+// an idle kept connection (keepalive_timeout) just as a request is written
+// on it. Every request on a connection that answered before is sent again
+// on a new one, a connection dialed for a request included once it has
+// answered: all 20 answered.
+func TestARequestOnAConnectionClosedUnderItIsSentAgain(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				br := bufio.NewReader(nc)
+				for i := 0; i < 2; i++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					if i == 0 {
+						io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\npong")
+					}
+				}
+			}()
+		}
+	}()
+	doc, err := runPlan(t, knownPlan(t, 20, alone("tcp", "http://"+ln.Addr().String()+"/tcp/ping", 1)), nil)
+	ph := doc["phases"].([]any)[0].(map[string]any)
+	if err != nil || num(ph["failed_rate"]) != 0 || num(ph["requests"]) != 20 {
+		t.Errorf("%v, %v requests, failed %v; want 20, none failed", err, ph["requests"], ph["failed_rate"])
 	}
 }
 
