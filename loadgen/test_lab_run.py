@@ -33,8 +33,16 @@ with open(os.environ["CALLS"], "a") as f:
 if "config" in args:
     print("openloop\nwrk\ngrafana" if "--services" in args else "{}")
     sys.exit(0)
+if args[:2] == ["rm", "-f"]:  # docker rm -f NAME: the container named run --name NAME, killed
+    try:
+        os.kill(int(open(os.environ["CALLS"] + "." + args[2]).read()), 9)
+    except (OSError, ValueError):
+        pass
 if "run" not in args:
     sys.exit(0)
+if "--name" in args:
+    with open(os.environ["CALLS"] + "." + args[args.index("--name") + 1], "w") as f:
+        f.write(str(os.getpid()))
 i = args.index("run") + 1
 mounts = {}
 while args[i].startswith("-"):
