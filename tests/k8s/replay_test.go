@@ -166,7 +166,7 @@ sets = k.replay.make()
 if sys.argv[4] == "own":
     k.helm_upgrade(*k.job_sets({"PLAN_FILE": "plan.json"}), *sets)
     k.replay.own(k.job)
-print(json.dumps(sets))
+print(json.dumps(sets), flush=True)  # a pipe buffers: the test waits for this line
 sys.stdin.read()  # the test reads the cluster back, then closes stdin: the run's end
 k.close()
 `
