@@ -193,8 +193,12 @@ def test_an_interrupted_run_removes_its_generator_and_says_what_it_left(tmp_path
     env = {**lab, "TESTID": "c6", "MODE": "rate", "GENERATOR": "openloop",
            "PATHS": "tcp-lo", "INTERLEAVE": "0", "ROUNDS": "1", "DURATION": "1"}
     env["OPENLOOP"] = str(sleeper)  # openloop's container, which Ctrl-C finds running
+    # Ctrl-C at its default, as make in a terminal has it: a shell without job
+    # control starts its background commands with SIGINT ignored, and so would
+    # lab_run.py be (CI's run).
     proc = subprocess.Popen(HOST_PYTHON + [str(LAB_RUN), "compose"], cwd=tmp_path, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     calls = tmp_path / "calls"
     for _ in range(300):
         if calls.exists() and '"uds-lab-c6-openloop"' in calls.read_text():
