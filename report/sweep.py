@@ -33,7 +33,7 @@ from report.interleaved import blocks as mix_blocks
 from report.lab import TERMS, stood_in_for
 from report.precision import merge
 from report.stats import ALPHA, CONFIDENCE, diff_stats, holm, ratio_stats, t_interval
-from report.warnings import MAX_GENERATOR_CPU_SHARE, MAX_LATE_SHARE, MIN_RATE_SHARE, late_reason, warning
+from report.warnings import MAX_GENERATOR_CPU_SHARE, MAX_LATE_SHARE, MIN_RATE_SHARE, warning
 
 MAX_ERRORS = 0.01  # a step fails past this share of failed requests
 MIN_HELD = MIN_RATE_SHARE  # ... or below this share of its rate achieved, as make load's saturated warning
@@ -196,8 +196,7 @@ def step_outcome(phases, rate, server=None, generator_cpus=None, gen="k6"):
             **figs,
             "failed": why, "borderline": near,
             "late_share": late,
-            "generator": (f"{gen} used {k6['mean']:.2f} of its {generator_cpus:g} CPUs" if busy
-                          else f"{gen}: {late_reason(late)}" if late_reason(late) else None),
+            "generator": f"{gen} used {k6['mean']:.2f} of its {generator_cpus:g} CPUs" if busy else None,
         }
     return out
 
