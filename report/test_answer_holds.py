@@ -12,7 +12,7 @@ from scipy import stats as sps
 
 from report import cli, context, interleaved, markdown, stats, verdicts
 from report.breakdown import failures
-from report.test_report import COMPOSE, build, fake_query, make_k6, server_table
+from report.testkit import COMPOSE, build, fake_query, make_k6, server_table
 
 PAIR = ("tcp-lo", "uds-lo", "tcp-lo-ka", "uds-lo-ka")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from report import interleaved, markdown, stats
-from report.test_report import build, make_k6, server_table
+from report.testkit import build, make_k6, server_table
 
 PATHS = ("tcp", "uds", "tcp-ka", "uds-ka", "tcp-lo", "tcp-lo-ka", "uds-lo", "uds-lo-ka")
 

@@ -6,7 +6,7 @@ import json
 
 from report import cli, compare, machine_state, markdown
 from report.test_floor import floor_doc
-from report.test_report import build, fake_query, make_k6, server_table
+from report.testkit import build, fake_query, make_k6, server_table
 from report.test_sweep import sweep_run
 
 # A KVM guest with the haltpoll driver and governor, as loadgen/machine.py writes it.

@@ -27,7 +27,7 @@ from report import context, markdown
 from report.markdown import fmt_ratio
 from report.stats import ALPHA, has_interval, lost_to
 from report.test_calibration_lab import AA, DATA
-from report.test_report import COMPOSE, fake_query, host_switches, make_k6, server_table, window_ends
+from report.testkit import COMPOSE, fake_query, host_switches, make_k6, server_table, window_ends
 
 EIGHT = ("tcp", "tcp-ka", "tcp-lo", "tcp-lo-ka", "uds", "uds-ka", "uds-lo", "uds-lo-ka")
 PINNED = {"services": {**COMPOSE["services"], "app": {**COMPOSE["services"]["app"], "cpuset": "1"},
@@ -222,7 +222,7 @@ def test_a_ratio_cell_that_survives_the_correction_is_counted_as_a_claim():
     """uds's p99 is 1.53x tcp's in every round (1.49-1.57 after the
     correction), and nothing else differs: the ratio table's cell is the
     report's one claim, and the null test counts it."""
-    from report.test_report import build
+    from report.testkit import build
     swing = {1: 1.0, 2: 1.1, 3: 0.95}
     k6 = make_k6(paths=("tcp", "uds"), client=lambda p, r: {"duration_ms": {
         "p99": 3.0 * swing[r] * (1.5 * (1 + 0.01 * r) if p == "uds" else 1.0)}} if r else {})

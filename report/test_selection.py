@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from report import selection
-from report.test_report import COMPOSE, fake_query, make_k6, reply_json, run_script, server_table, serving
+from report.testkit import COMPOSE, fake_query, make_k6, reply_json, run_script, server_table, serving
 from report.values import ReportError
 
 ROOT = Path(__file__).resolve().parent.parent

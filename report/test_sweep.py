@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from report import cli, sweep, sweep_render
-from report.test_report import fake_query, free_port
+from report.testkit import fake_query, free_port
 
 
 def phase(path, step, rate, r, rps=None, failed=0.0, p50=1.0, p99=3.0, statuses=None):

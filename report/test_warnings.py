@@ -101,7 +101,7 @@ def clean_default_run(seed=4, late=None, failed=None, duration=5):
     ratio interval or two includes 1), seconds with noise. late and failed:
     one cause injected ({phase name part: share})."""
     import numpy as np
-    from report.test_report import cadvisor_table, make_k6, matrix
+    from report.testkit import cadvisor_table, make_k6, matrix
     rng = np.random.default_rng(seed)
     base = {p: 0.30 if p.endswith("ka") else 0.45 - (0.06 if p.startswith("uds") else 0.0) for p in EIGHT}
 
@@ -136,7 +136,7 @@ def test_a_clean_default_run_has_no_warning():
     interval included 1, seven times; figures read from the samples around
     their phase, once) taught readers to skip the place where a real failure
     is announced."""
-    from report.test_report import build
+    from report.testkit import build
     k6, table = clean_default_run()
     rep = build(k6, table)
     assert rep["warnings"] == []
@@ -154,7 +154,7 @@ def test_a_clean_default_run_has_no_warning():
     ({"cadvisor": 0}, "missing_figures"),
 ])
 def test_each_warnings_cause_injected_into_a_clean_run_is_warned(cause, kind):
-    from report.test_report import build
+    from report.testkit import build
     cause = dict(cause)  # the parameter's own dict stays whole for a second run in one process (mutmut's)
     up = cause.pop("cadvisor", 1)
     k6, table = clean_default_run(**cause)
