@@ -204,7 +204,7 @@ def test_a_replay_plan_and_its_load_json(openloop, tmp_path, local_catalogue):
     404 is left out), sent by openloop as logged to every path of a stream: the server gets each
     logged path once per path, load.json has the schema's shape with each
     route's figures."""
-    from test_traffic import COMBINED
+    from traffic_testkit import COMBINED
     catalogue, hits = local_catalogue
     path, doc = write_plan(tmp_path, CATALOGUE=catalogue, TRAFFIC=COMBINED, TRAFFIC_SEND="logged",
                            PATHS="tcp,uds", WARMUP=0, IDLE=0, BLOCK=1, INTERLEAVE=10)

@@ -10,7 +10,7 @@ import pytest
 import plan as runplan
 import replay
 import traffic
-from test_traffic import COMBINED, JSON_MSEC, SECRETS, planted, write
+from traffic_testkit import COMBINED, JSON_MSEC, SECRETS, planted, write
 
 
 def schedule(path):
