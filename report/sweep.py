@@ -196,6 +196,7 @@ def step_outcome(phases, rate, server=None, generator_cpus=None, gen="k6"):
             **figs,
             "failed": why, "borderline": near,
             "late_share": late,
+            "generator_cpu_share": k6["mean"] / generator_cpus if generator_cpus and k6 else None,
             "generator": f"{gen} used {k6['mean']:.2f} of its {generator_cpus:g} CPUs" if busy else None,
         }
     return out
@@ -367,16 +368,24 @@ def past_limit(pair, outcome, stream):
 
 def all_short(by_step, load_workload=None, gen="k6"):
     """The steps where every path (two or more) fell short of the rate with no
-    errors: the generator's own ceiling on its core is as likely as theirs,
-    and without its CPU (cAdvisor) or its own lateness (openloop: every
-    request sent on time) nothing tells them apart."""
+    errors and nothing tells the generator's ceiling from theirs. A path's
+    shortfall is its own where its generator sent the step on time
+    (openloop: to 5% late), or where the generator's CPU (cAdvisor) stayed
+    under 90% of its limit while every connection of the path's pool was
+    busy (an overflow: each request in flight waited on the path)."""
     out = []
     for step, outcome in by_step.items():
         os_ = [o for o in outcome.values() if not o["generator"]]
-        on_time = all(o["late_share"] is not None and o["late_share"] <= MAX_LATE_SHARE for o in os_)
-        if len(os_) > 1 and not on_time and all(o["failed"] and (o["error_share"] or 0) <= MAX_ERRORS for o in os_):
+        told = all(paths_limit(o) for o in os_)
+        if len(os_) > 1 and not told and all(o["failed"] and (o["error_share"] or 0) <= MAX_ERRORS for o in os_):
             out.append(warning(
                 "all_short", f"at {level(os_[0])} every path fell short of the rate at once, none with errors: "
                 f"{gen}'s own ceiling on its core is as likely as the paths' (with cAdvisor up, {gen}'s CPU tells)",
                 [], load_workload))
     return out
+
+
+def paths_limit(o):
+    """Whether a path's step says the shortfall was the path's, not its generator's (all_short)."""
+    on_time = o["late_share"] is not None and o["late_share"] <= MAX_LATE_SHARE
+    return on_time or (o["generator_cpu_share"] is not None and o["dropped"] > 0)

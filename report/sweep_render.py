@@ -161,8 +161,8 @@ def step_lines(rep, w, flat):
     """Every step's figures, a row per path."""
     lines = ["", f"## Every step (`{w}`, ms over rounds, mean and 95% interval)", "",
               f"| {'connections' if flat else 'rate'} | path | {'' if flat else 'achieved '}req/s | p50 | p90 | p99 | "
-              "p99.9 | failed | dropped | app CPU/req (µs) | nginx CPU/req (µs) | nginx 5xx | verdict |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "p99.9 | failed | dropped | app CPU/req (µs) | nginx CPU/req (µs) | nginx 5xx | generator | verdict |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for step, outcome in rep["steps"].items():
         for path, o in outcome.items():
             err = "n/a" if o["error_share"] is None else f"{o['error_share']:.2%}"
@@ -172,8 +172,17 @@ def step_lines(rep, w, flat):
             lines.append(f"| {o['connections' if flat else 'rate']:,} | {path} | {fmt_ms(o['achieved'], 0)} | "
                          f"{fmt_ms(o['p50'])} | {fmt_ms(o['p90'])} | {fmt_ms(o['p99'])} | {fmt_ms(o['p999'])} | {err} | "
                          f"{o['dropped']:,} | {fmt_ms(o['app_cpu_us_per_req'], 1)} | "
-                         f"{fmt_ms(o['nginx_cpu_us_per_req'], 1)} | {fmt_ms(o['nginx_5xx'], 0)} | {verdict} |")
+                         f"{fmt_ms(o['nginx_cpu_us_per_req'], 1)} | {fmt_ms(o['nginx_5xx'], 0)} | "
+                         f"{generator_cell(o)} | {verdict} |")
     return lines
+
+
+def generator_cell(o):
+    """How the generator kept up at a step: the share it sent over 1 ms late (the worse round's; openloop) and
+    its CPU, a share of its limit (cAdvisor's mean over rounds)."""
+    parts = ([f"{o['late_share']:.1%} late"] if o.get("late_share") is not None else []) + \
+        ([f"CPU {o['generator_cpu_share']:.0%}"] if o.get("generator_cpu_share") is not None else [])
+    return ", ".join(parts) or "n/a"
 
 
 def how_to_read_lines(rep, flat):
