@@ -378,10 +378,11 @@ def all_short(by_step, load_workload=None, gen="k6"):
         os_ = [o for o in outcome.values() if not o["generator"]]
         told = all(paths_limit(o) for o in os_)
         if len(os_) > 1 and not told and all(o["failed"] and (o["error_share"] or 0) <= MAX_ERRORS for o in os_):
+            why = (f"with cAdvisor up, {gen}'s CPU tells" if any(o["generator_cpu_share"] is None for o in os_)
+                   else f"{gen} sent late under 90% of its CPU, and no path had all its connections busy")
             out.append(warning(
                 "all_short", f"at {level(os_[0])} every path fell short of the rate at once, none with errors: "
-                f"{gen}'s own ceiling on its core is as likely as the paths' (with cAdvisor up, {gen}'s CPU tells)",
-                [], load_workload))
+                f"{gen}'s own ceiling on its core is as likely as the paths' ({why})", [], load_workload))
     return out
 
 

@@ -41,6 +41,9 @@ def test_a_late_generator_under_its_cpu_whose_pools_filled_leaves_the_shortfall_
     server = {f"ping__{p}__s1__r{r}": {"generator_cpu_cores": cpu} for p in ("tcp-lo", "uds-lo") for r in (1, 2)}
     rep = sweep.build(got, server, generator_cpus=1)
     assert [w["kind"] for w in rep["warnings"]] == (["all_short"] if warned else [])
+    if warned:  # what would tell: cAdvisor where it was down, else nothing more
+        tail = "(with cAdvisor up, openloop's CPU tells)" if cpu is None else "no path had all its connections busy)"
+        assert rep["warnings"][0]["message"].endswith(tail)
     assert rep["steps"]["1"]["tcp-lo"]["generator_cpu_share"] == (pytest.approx(cpu) if cpu else None)
     assert (rep["steps"]["1"]["tcp-lo"]["generator"] is not None) == (cpu == 0.95)
     row = next(x for x in sweep_render.step_lines(rep, "ping", False) if x.startswith("| 100 | tcp-lo |"))
