@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -995,12 +996,38 @@ func step(t *testing.T, name string, fn func()) {
 // mk runs a Makefile target from the repository's top, as a user would.
 func mk(t *testing.T, args ...string) {
 	t.Helper()
-	cmd := exec.Command("make", args...)
-	cmd.Dir = lab.Root(t)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
+	err := againAfterRestart(t, func() error {
+		cmd := exec.Command("make", args...)
+		cmd.Dir = lab.Root(t)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		return cmd.Run()
+	})
+	if err != nil {
 		t.Fatalf("make %s: %v", strings.Join(args, " "), err)
 	}
+}
+
+// againAfterRestart runs fn, and once more, when the engine is back, where it
+// failed while run.sh's watchdog restarted a deadlocked engine (its lines in
+// engine-restarts: "restarting", then "restarted" or "failed").
+func againAfterRestart(t *testing.T, fn func() error) error {
+	t.Helper()
+	restarts := func() []string {
+		b, _ := os.ReadFile(filepath.Join(os.Getenv("UDS_LAB_E2E_LOCKS"), "engine-restarts"))
+		return strings.Fields(string(b))
+	}
+	before := len(restarts())
+	err := fn()
+	if err == nil || len(restarts()) == before {
+		return err
+	}
+	t.Logf("the engine was restarted while this ran (%v): once more when it is back", err)
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if r := restarts(); r[len(r)-1] != "restarting" {
+			break
+		}
+	}
+	return fn()
 }
 
 func run(t *testing.T, name string, args ...string) string {
@@ -1078,6 +1105,15 @@ func alone(t *testing.T) {
 // while another test uses them.
 func down(t *testing.T) {
 	t.Helper()
-	run(t, "docker", "compose", "--profile", "load", "--profile", "report", "--profile", "floor", "--profile", "notrack",
-		"down", "--remove-orphans", "--volumes")
+	var out []byte
+	err := againAfterRestart(t, func() (err error) {
+		cmd := exec.Command("docker", "compose", "--profile", "load", "--profile", "report", "--profile", "floor",
+			"--profile", "notrack", "down", "--remove-orphans", "--volumes")
+		cmd.Dir = lab.Root(t)
+		out, err = cmd.CombinedOutput()
+		return err
+	})
+	if err != nil {
+		t.Fatalf("docker compose down: %v\n%s", err, out)
+	}
 }

@@ -3,6 +3,8 @@
 #   tests/e2e/engine.sh start   -> prints "started" or "running"; exits 1 with the reason if none can start
 #   tests/e2e/engine.sh stop    -> stops the engine this script started (pid file), nothing else
 #   tests/e2e/engine.sh clean   -> what start does first: clears what a killed engine left (below)
+#   tests/e2e/engine.sh restart -> the engine this script started, killed (its goroutines dumped
+#                                  first) and started again; its containers run on (--live-restore)
 set -euo pipefail
 PIDFILE=${UDS_LAB_CACHE:-$HOME/.cache/uds-lab}/dockerd.pid
 LOG=${UDS_LAB_CACHE:-$HOME/.cache/uds-lab}/dockerd.log
@@ -22,7 +24,7 @@ clean() {
     [ -f "$f" ] || continue
     pid=$(tr -dc 0-9 <"$f")
     if [ -z "$pid" ] || [ "$(cat "/proc/$pid/comm" 2>/dev/null)" != "$want" ]; then
-      rm -f "$f"; echo "removed $f: pid ${pid:-none} is not a $want" >&2; continue
+      rm -f "$f"; echo "removed $f: pid ${pid:-none} is not a running $want" >&2; continue
     fi
     [ "$want" = containerd ] || continue
     parent=$(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null || true)
@@ -54,7 +56,9 @@ case ${1:-} in
         fd=${fd##*/}
         if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
       done
-      exec setsid dockerd >"$LOG" 2>&1 < /dev/null
+      # --live-restore: containers outlive the engine, so that a restart (a
+      # deadlocked engine: tests/e2e/run.sh's watchdog) leaves the labs running.
+      exec setsid dockerd --live-restore >"$LOG" 2>&1 < /dev/null
     ) &
     echo $! >"$PIDFILE"
     for _ in $(seq 60); do
@@ -72,6 +76,14 @@ case ${1:-} in
     for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
     kill -9 "$pid" 2>/dev/null || true
     clean ;;
+  restart)
+    [ -f "$PIDFILE" ] || { echo "no engine started by this script to restart" >&2; exit 1; }
+    pid=$(cat "$PIDFILE")
+    kill -USR1 "$pid" 2>/dev/null && sleep 2 # goroutine stacks, under its exec-root (its log says where)
+    kill -9 "$pid" 2>/dev/null || true
+    for _ in $(seq 10); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    rm -f "$PIDFILE"
+    exec "$0" start ;;
   clean) clean ;;
-  *) echo "usage: $0 start|stop|clean" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|restart|clean" >&2; exit 2 ;;
 esac

@@ -34,6 +34,7 @@ cleanup() {
   for p in "${sidepid[@]}"; do
     if kill -0 "$p" 2>/dev/null; then kill -- "-$p" 2>/dev/null; wait "$p" 2>/dev/null; fi
   done
+  if [ -n "${watchpid:-}" ]; then pkill -P "$watchpid" 2>/dev/null; kill "$watchpid" 2>/dev/null; wait "$watchpid" 2>/dev/null; fi
   rm -f "$out" "${sideout[@]}"
   rm -rf "${UDS_LAB_E2E_LOCKS:-}"
   if [ -n "$nodepid" ] && kill -0 "$nodepid" 2>/dev/null; then kill -- "-$nodepid" 2>/dev/null; fi
@@ -42,6 +43,26 @@ cleanup() {
   if [ "$state" = started ]; then log "stopping the engine this run started"; tests/e2e/engine.sh stop; fi
 }
 trap cleanup EXIT
+# Debian bookworm's dockerd (20.10.24) can deadlock when containers on one
+# network exit together (moby/moby#46661, fixed in 20.10.27): every call that
+# needs its networks then waits forever (seen: make clean hung 25 minutes).
+# The watchdog asks for the networks every 30 s; when that takes over 60 s
+# twice running, it restarts the engine it started (engine.sh restart: the
+# containers run on), writing "restarting" then "restarted" (or "failed") in
+# $UDS_LAB_E2E_LOCKS/engine-restarts, and mk and down (e2e_test.go) run a
+# command the restart cut short once more when it is back.
+watchdog() {
+  local slow=0
+  while sleep 30 >/dev/null 2>&1; do
+    if timeout 60 docker network ls >/dev/null 2>&1; then slow=0; continue; fi
+    slow=$((slow + 1))
+    [ "$slow" -ge 2 ] || continue
+    log "the engine stopped answering (docker network ls over 60 s, twice): restarting it"
+    echo restarting >>"$UDS_LAB_E2E_LOCKS/engine-restarts"
+    if tests/e2e/engine.sh restart >/dev/null; then echo restarted; else echo failed; fi >>"$UDS_LAB_E2E_LOCKS/engine-restarts"
+    slow=0
+  done
+}
 trap 'exit 130' INT
 trap 'exit 143' TERM
 docker version --format 'engine {{.Server.Version}}, client {{.Client.Version}}'
@@ -79,6 +100,8 @@ INTERLEAVE=10
 CONTRACT_IDLE_WAIT=3s
 UDS_LAB_E2E=1
 set +a
+watchpid=""
+if [ "$state" = started ]; then watchdog & watchpid=$!; fi
 log "left out of this run (cannot be built on the test bed: README.md, \"Tests\"):"
 echo "  grafana: no Debian package and its Go module is not available"
 log "cadvisor: the project's own main over cAdvisor's library (docs/tests.md: what differs from the official image)"
