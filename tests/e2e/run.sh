@@ -34,7 +34,12 @@ cleanup() {
   for p in "${sidepid[@]}"; do
     if kill -0 "$p" 2>/dev/null; then kill -- "-$p" 2>/dev/null; wait "$p" 2>/dev/null; fi
   done
-  if [ -n "${watchpid:-}" ]; then pkill -P "$watchpid" 2>/dev/null; kill "$watchpid" 2>/dev/null; wait "$watchpid" 2>/dev/null; fi
+  # Each may find the watchdog already gone; none may end the cleanup (set -e).
+  if [ -n "${watchpid:-}" ]; then
+    pkill -P "$watchpid" 2>/dev/null || true
+    kill "$watchpid" 2>/dev/null || true
+    wait "$watchpid" 2>/dev/null || true
+  fi
   rm -f "$out" "${sideout[@]}"
   rm -rf "${UDS_LAB_E2E_LOCKS:-}"
   if [ -n "$nodepid" ] && kill -0 "$nodepid" 2>/dev/null; then kill -- "-$nodepid" 2>/dev/null; fi
